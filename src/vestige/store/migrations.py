@@ -1,0 +1,108 @@
+"""Numbered schema migrations; each runs in its own transaction and bumps PRAGMA user_version."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..errors import SchemaError
+
+MIGRATIONS: list[str] = [
+    # 1: the whole first schema.
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE apps (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0,  -- bumped by every write: caches reload
+        purge_generation INTEGER NOT NULL DEFAULT 0  -- bumped by deletes: caches rebuild
+    );
+    CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        external_id TEXT NOT NULL,
+        date TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        content_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (app_id, external_id)
+    );
+    CREATE TABLE messages (
+        session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        time TEXT,
+        PRIMARY KEY (session_id, position)
+    ) WITHOUT ROWID;
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY,
+        app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        external_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        date TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        content_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (app_id, external_id)
+    );
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: postings blocks stay sorted
+        app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        session_id INTEGER REFERENCES sessions(id) ON DELETE CASCADE,
+        fact_id INTEGER REFERENCES facts(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        view TEXT NOT NULL,
+        roles TEXT NOT NULL,
+        first_turn INTEGER NOT NULL,
+        last_turn INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        date TEXT,
+        n_tokens INTEGER NOT NULL,
+        lex_len INTEGER NOT NULL,  -- BM25 document length, in index terms
+        vector BLOB NOT NULL  -- normalised int8
+    );
+    CREATE INDEX chunks_app ON chunks (app_id, id);
+    CREATE INDEX chunks_session ON chunks (session_id);
+    CREATE INDEX chunks_fact ON chunks (fact_id);
+    -- The BM25 inverted index. Postings are packed per (term, block of 1024 chunk ids) as
+    -- little-endian uint16 pairs (chunk id - block * 1024, term frequency).
+    CREATE TABLE lex_terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+    CREATE TABLE lex_postings (
+        app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        term_id INTEGER NOT NULL,
+        block INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (app_id, term_id, block)
+    ) WITHOUT ROWID;
+    CREATE TABLE lex_stats (
+        app_id INTEGER PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,  -- analyzer/format version the postings were written with
+        n_docs INTEGER NOT NULL,
+        total_len INTEGER NOT NULL
+    );
+    """,
+]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to date; returns the version reached. Needs an autocommit connection."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise SchemaError(
+            f"database schema version {version} is newer than this vestige ({len(MIGRATIONS)})"
+        )
+    for number in range(version + 1, len(MIGRATIONS) + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have migrated meanwhile.
+            if conn.execute("PRAGMA user_version").fetchone()[0] < number:
+                for statement in MIGRATIONS[number - 1].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return len(MIGRATIONS)

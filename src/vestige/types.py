@@ -1,0 +1,63 @@
+"""Typed records passed between pipeline stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "system", "tool"]
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+    time: str | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A window-sized piece of a session (or a whole fact), the unit that is indexed."""
+
+    text: str
+    position: int  # order of the chunk within its session
+    roles: tuple[str, ...]  # roles of the turns the chunk covers
+    first_turn: int  # index of the first message covered
+    last_turn: int  # index of the last message covered (inclusive)
+    view: str = "all"  # "all" (every turn) or "user" (user turns only)
+    n_tokens: int = 0  # length in the embedder's tokens
+
+
+@dataclass
+class Hit:
+    """One search result, able to explain how it got its place."""
+
+    chunk_id: int
+    text: str
+    score: float  # fused RRF score (or cosine when fusion is off)
+    session_id: str | None
+    fact_id: str | None
+    date: str | None
+    roles: tuple[str, ...]
+    view: str
+    ranks: dict[str, int | None] = field(default_factory=dict)  # channel -> 1-based rank
+    scores: dict[str, float | None] = field(default_factory=dict)  # channel -> raw score
+    stage: str = "fused"  # which stage ordered this hit: "fused", "dense", "lexical"
+    app: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "session_id": self.session_id,
+            "fact_id": self.fact_id,
+            "date": self.date,
+            "text": self.text,
+            "score": self.score,
+            "ranks": dict(self.ranks),
+            "scores": dict(self.scores),
+            "roles": list(self.roles),
+            "view": self.view,
+            "stage": self.stage,
+            "app": self.app,
+        }
