@@ -107,10 +107,12 @@ class Memory:
         return quantize(self.embedder.embed(texts, progress))
 
     def _index(self, chunks: list[Chunk], vectors: np.ndarray) -> list[IndexedChunk]:
-        return [
-            IndexedChunk(chunk=c, vector=v, terms=lexical.analyze(c.text))
-            for c, v in zip(chunks, vectors)
-        ]
+        """Pair chunks with their vectors (given for the dense chunks only, in order) and terms."""
+        out, dense = [], iter(vectors)
+        for c in chunks:
+            vector = next(dense) if c.dense else None
+            out.append(IndexedChunk(chunk=c, vector=vector, terms=lexical.analyze(c.text) if c.lexical else []))
+        return out
 
     def chunk(self, messages: Sequence[Message]) -> list[Chunk]:
         return chunk_session(messages, self.embedder, self.view, self.chunk_tokens)
@@ -153,13 +155,14 @@ class Memory:
             (report.replaced if sid in stored else report.added).append(sid)
             record = SessionRecord(sid, date or now_iso(), messages, digest, metadata)
             todo.append((record, self.chunk(messages)))
-        texts = [c.text for _, chunks in todo for c in chunks]
+        texts = [c.text for _, chunks in todo for c in chunks if c.dense]
         vectors = self._embed_int8(texts, progress)
         items, start = [], 0
         for record, chunks in todo:
-            items.append((record, self._index(chunks, vectors[start : start + len(chunks)])))
-            start += len(chunks)
-        report.chunks = len(texts)
+            n_dense = sum(c.dense for c in chunks)
+            items.append((record, self._index(chunks, vectors[start : start + n_dense])))
+            start += n_dense
+        report.chunks = sum(len(chunks) for _, chunks in todo)
         self.store.put_sessions(app, items)
         if not self.index_lexical and items:
             self.store.mark_lexical_stale(app)

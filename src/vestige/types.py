@@ -27,6 +27,8 @@ class Chunk:
     last_turn: int  # index of the last message covered (inclusive)
     view: str = "all"  # "all" (every turn) or "user" (user turns only)
     n_tokens: int = 0  # length in the embedder's tokens
+    dense: bool = True  # gets a vector (the dense channel reads it)
+    lexical: bool = True  # gets postings (the lexical channel reads it)
 
 
 @dataclass

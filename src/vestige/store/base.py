@@ -39,7 +39,7 @@ class IndexedChunk:
     """A chunk with everything both channels need: its int8 vector and its index terms."""
 
     chunk: Chunk
-    vector: np.ndarray  # int8, normalised before quantisation
+    vector: np.ndarray | None  # int8, normalised before quantisation; None if not dense
     terms: list[str]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from ..errors import SchemaError
@@ -60,7 +61,8 @@ MIGRATIONS: list[str] = [
         date TEXT,
         n_tokens INTEGER NOT NULL,
         lex_len INTEGER NOT NULL,  -- BM25 document length, in index terms
-        vector BLOB NOT NULL  -- normalised int8
+        in_lexical INTEGER NOT NULL DEFAULT 1,  -- 0: the chunk has no postings by design
+        vector BLOB  -- normalised int8, or NULL when the chunk is not in the dense channel
     );
     CREATE INDEX chunks_app ON chunks (app_id, id);
     CREATE INDEX chunks_session ON chunks (session_id);
@@ -97,7 +99,8 @@ def migrate(conn: sqlite3.Connection) -> int:
         try:
             # Re-check under the write lock: another process may have migrated meanwhile.
             if conn.execute("PRAGMA user_version").fetchone()[0] < number:
-                for statement in MIGRATIONS[number - 1].split(";"):
+                script = re.sub(r"--[^\n]*", "", MIGRATIONS[number - 1])  # comments may hold ';'
+                for statement in script.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")

@@ -249,8 +249,8 @@ class SQLiteStore(Store):
             c = item.chunk
             cur.execute(
                 "INSERT INTO chunks (app_id, session_id, fact_id, position, view, roles, "
-                "first_turn, last_turn, text, date, n_tokens, lex_len, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "first_turn, last_turn, text, date, n_tokens, lex_len, in_lexical, vector) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     app_id,
                     session_pk,
@@ -263,11 +263,13 @@ class SQLiteStore(Store):
                     c.text,
                     date,
                     c.n_tokens,
-                    len(item.terms),
-                    np.ascontiguousarray(item.vector, dtype=np.int8).tobytes(),
+                    len(item.terms) if c.lexical else 0,
+                    int(c.lexical),
+                    np.ascontiguousarray(item.vector, dtype=np.int8).tobytes() if c.dense else None,
                 ),
             )
-            indexed.append((cur.lastrowid, item.terms))
+            if c.lexical:
+                indexed.append((cur.lastrowid, item.terms))
         self._index_postings(cur, app_id, indexed)
 
     def _term_ids(self, cur: sqlite3.Cursor, terms: set[str], create: bool) -> dict[str, int]:
@@ -365,7 +367,7 @@ class SQLiteStore(Store):
         column = "session_id" if kind == "session" else "fact_id"
         chunk_ids = [
             r[0]
-            for r in cur.execute(f"SELECT id FROM chunks WHERE {column} = ?", (row[0],)).fetchall()
+            for r in cur.execute(f"SELECT id FROM chunks WHERE {column} = ? AND in_lexical = 1", (row[0],)).fetchall()
         ]
         if self._lexical_reason(cur, app_id) is None:
             self._unindex_postings(cur, app_id, chunk_ids)
@@ -489,7 +491,9 @@ class SQLiteStore(Store):
         incremental = cached is not None and cached.purge_generation == purge
         after = cached.max_id if incremental and cached else 0
         rows = self._read(
-            "SELECT id, vector FROM chunks WHERE app_id = ? AND id > ? ORDER BY id", (app_id, after)
+            "SELECT id, vector FROM chunks WHERE app_id = ? AND id > ? AND vector IS NOT NULL "
+            "ORDER BY id",
+            (app_id, after),
         )
         if rows:
             ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -530,7 +534,9 @@ class SQLiteStore(Store):
         row = cur.execute(
             "SELECT version, n_docs FROM lex_stats WHERE app_id = ?", (app_id,)
         ).fetchone()
-        n_chunks = cur.execute("SELECT count(*) FROM chunks WHERE app_id = ?", (app_id,)).fetchone()[0]
+        n_chunks = cur.execute(
+            "SELECT count(*) FROM chunks WHERE app_id = ? AND in_lexical = 1", (app_id,)
+        ).fetchone()[0]
         if row is None:
             return "the lexical index was never built for this app (run: vestige reindex)"
         version, n_docs = row
@@ -564,7 +570,10 @@ class SQLiteStore(Store):
         cached = self._lengths.get(app_id)
         if cached and cached.generation == generation:
             return cached
-        rows = self._read("SELECT id, lex_len FROM chunks WHERE app_id = ? ORDER BY id", (app_id,))
+        rows = self._read(
+            "SELECT id, lex_len FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id",
+            (app_id,),
+        )
         arr = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
         cache = _LengthCache(generation, arr[:, 0].copy(), arr[:, 1].astype(np.float64))
         self._lengths[app_id] = cache
@@ -627,7 +636,8 @@ class SQLiteStore(Store):
                 (app_id, lexical.VERSION),
             )
             rows = cur.execute(
-                "SELECT id, text FROM chunks WHERE app_id = ? ORDER BY id", (app_id,)
+                "SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id",
+                (app_id,),
             ).fetchall()
             chunks = [(chunk_id, analyze(text)) for chunk_id, text in rows]
             cur.executemany(
