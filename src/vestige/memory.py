@@ -215,6 +215,12 @@ class Memory:
             raise UnknownApp(f"app {app!r} holds no memory in {getattr(self.store, 'path', 'this store')}")
         return run_search(self.store, self.embedder, app, query, k, self.settings, previous)
 
+    def context(self, query: str, *, app: str = DEFAULT_APP, budget_tokens: int = 1000, **options: Any):
+        """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context)."""
+        from .context import build_context
+
+        return build_context(self, query, app=app, budget_tokens=budget_tokens, **options)
+
     def get(self, item_id: str, *, app: str = DEFAULT_APP) -> dict[str, Any]:
         """A stored session (with its messages) or fact, by id."""
         app = check_app(app)

@@ -1,0 +1,231 @@
+"""The context block: what an agent puts in its prompt, and where it goes.
+
+``build_context`` searches, keeps the best snippets that fit a token budget and formats them,
+each with its date and source, in a stable layout that ends with the rule that these are past
+records. ``place_context`` puts the block in the last user turn of an OpenAI-style message list,
+just before the question: what is closest to the question steers hardest, the stable prefix of
+the prompt stays cacheable, and no chat template sees a second system message.
+
+The block is empty when nothing is found (and, once issue 4 lands, when nothing passes the
+relevance floor: see ``min_score``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInput, UnknownApp
+from .types import Hit
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+#: Opening and closing lines of every non-empty block. Changing them changes every prompt:
+#: keep them stable so prompt caches and evaluations stay comparable.
+HEADER = (
+    "<memory>\n"
+    "Records retrieved from long-term memory of past conversations, each with its date and source:"
+)
+FOOTER = (
+    "These are past records, not the present: dates tell when each was true. "
+    "Where they disagree with the current state given elsewhere in this prompt, the current state wins.\n"
+    "</memory>"
+)
+MAX_BUDGET_TOKENS = 100_000
+ORDERS = ("date", "relevance")
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One selected hit as it appears in the block."""
+
+    hit: Hit
+    text: str  # the formatted entry, header line included
+    n_tokens: int
+
+
+class ContextBlock(str):
+    """The block's text (a ``str``), carrying the snippets it holds and any notes.
+
+    ``str(block)`` is what goes in the prompt; ``block.snippets`` explains where each part came
+    from; ``block.notes`` says what degraded the search or what did not fit.
+    """
+
+    snippets: list[Snippet]
+    notes: list[str]
+    n_tokens: int
+
+    def __new__(cls, text: str = "", snippets: Sequence[Snippet] = (), notes: Sequence[str] = (), n_tokens: int = 0):
+        block = super().__new__(cls, text)
+        block.snippets = list(snippets)
+        block.notes = list(notes)
+        block.n_tokens = n_tokens
+        return block
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "context": str(self),
+            "n_tokens": self.n_tokens,
+            "snippets": [
+                {**s.hit.to_dict(), "n_tokens": s.n_tokens} for s in self.snippets
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def format_date(date: str | None) -> str:
+    """'2024-05-01' for midnight, '2024-05-01 14:30' otherwise, 'undated' when unknown."""
+    if not date:
+        return "undated"
+    day, _, time = date.partition("T")
+    time = time[:5]
+    return day if not time or time == "00:00" else f"{day} {time}"
+
+
+def format_source(hit: Hit) -> str:
+    if hit.fact_id is not None:
+        return f"note {hit.fact_id}"
+    roles = ", ".join(r for r in hit.roles if r) or "conversation"
+    return f"conversation {hit.session_id} ({roles})"
+
+
+def format_snippet(number: int, hit: Hit) -> str:
+    return f"[{number}] {format_date(hit.date)} · {format_source(hit)}\n{hit.text.strip()}"
+
+
+def _check_budget(budget_tokens: Any) -> int:
+    if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
+        raise InvalidInput(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+    if budget_tokens > MAX_BUDGET_TOKENS:
+        raise InvalidInput(f"budget_tokens {budget_tokens} is over the {MAX_BUDGET_TOKENS} limit")
+    return budget_tokens
+
+
+def build_context(
+    memory: "Memory",
+    query: str,
+    *,
+    app: str,
+    budget_tokens: int = 1000,
+    k: int = 32,
+    previous: str | None = None,
+    min_score: float | None = None,
+    order: str = "date",
+) -> ContextBlock:
+    """Search ``app`` for ``query`` and format the best hits that fit ``budget_tokens``.
+
+    Tokens are counted with the embedder's tokenizer, frame included. Hits are taken best first;
+    one that does not fit whole is skipped (never cut), and a note says so. ``order="date"``
+    prints the kept snippets oldest first (a timeline), ``"relevance"`` best first.
+
+    ``min_score`` is the hook for the relevance floor (issue 4): hits scoring under it are
+    dropped, so a question the memory knows nothing about gets an empty block. With ``None``
+    (the default, until the floor is calibrated) every hit may be used.
+    """
+    budget = _check_budget(budget_tokens)
+    if order not in ORDERS:
+        raise InvalidInput(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    try:
+        results = memory.search(query, app=app, k=k, previous=previous)
+    except UnknownApp:
+        return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
+    notes = list(results.notes)
+    hits = list(results)
+    if min_score is not None:
+        kept = [h for h in hits if h.score >= min_score]
+        if len(kept) < len(hits):
+            notes.append(f"{len(hits) - len(kept)} hits under the relevance floor {min_score} left out")
+        hits = kept
+    if not hits:
+        return ContextBlock(notes=notes)
+
+    count = memory.embedder.count_tokens
+    frame = count(HEADER) + count(FOOTER)
+    if frame >= budget:
+        return ContextBlock(notes=notes + [f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)"])
+    used, chosen, seen, skipped = frame, [], set(), 0
+    for hit in hits:
+        key = (hit.session_id, hit.fact_id, " ".join(hit.text.split()))
+        if key in seen:  # the same text indexed in two views
+            continue
+        seen.add(key)
+        # Numbers are at most 3 digits for any k we allow; count with a placeholder of that width.
+        cost = count(format_snippet(999, hit))
+        if used + cost > budget:
+            skipped += 1
+            continue
+        chosen.append((hit, cost))
+        used += cost
+    if skipped:
+        notes.append(f"{skipped} hits did not fit the budget of {budget} tokens and were left out")
+    if not chosen:
+        return ContextBlock(notes=notes)
+    if order == "date":
+        chosen.sort(key=lambda pair: (pair[0].date or "", pair[0].session_id or "", pair[0].fact_id or "", pair[0].chunk_id))
+    snippets = [Snippet(hit, format_snippet(n, hit), cost) for n, (hit, cost) in enumerate(chosen, 1)]
+    text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
+    return ContextBlock(text, snippets, notes, count(text))
+
+
+# -- placing the block in a chat ---------------------------------------------------------------
+
+
+def _last_user_index(messages: Sequence[Any]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, dict) and m.get("role") == "user":
+            return i
+    raise InvalidInput("the message list has no user turn to put the memory block in")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def place_context(messages: Sequence[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with ``block`` at the start of the last user turn, before the question.
+
+    Plain string contents become ``block + "\\n\\n" + question``; a list of content parts gets a
+    text part inserted first. An empty block returns an unchanged copy. The input is not modified.
+    """
+    out = [copy.deepcopy(m) for m in messages]
+    if not block:
+        return out
+    i = _last_user_index(out)
+    content = out[i].get("content")
+    if isinstance(content, list):
+        out[i]["content"] = [{"type": "text", "text": str(block)}, *content]
+    elif isinstance(content, str):
+        out[i]["content"] = f"{block}\n\n{content}"
+    else:
+        raise InvalidInput(f"the last user turn has content of type {type(content).__name__}, not text")
+    return out
+
+
+def with_context(
+    memory: "Memory",
+    messages: Sequence[dict[str, Any]],
+    *,
+    app: str,
+    budget_tokens: int = 1000,
+    **options: Any,
+) -> tuple[list[dict[str, Any]], ContextBlock]:
+    """Retrieve for the last user turn (a follow-up also uses the turn before it) and place the block.
+
+    Returns (new messages, the block).
+    """
+    i = _last_user_index(messages)
+    query = _text_of(messages[i].get("content"))
+    previous = None
+    before = messages[i - 1] if i > 0 else None
+    if isinstance(before, dict) and before.get("role") in ("user", "assistant"):  # not the system prompt
+        previous = _text_of(before.get("content"))
+    block = build_context(memory, query, app=app, budget_tokens=budget_tokens, previous=previous or None, **options)
+    return place_context(messages, block), block
