@@ -1,16 +1,38 @@
-"""Health checks that check the real thing: a probe is embedded and must be found again."""
+"""Health checks that check the real thing: a probe is embedded and must be found again.
+
+Two checks, each per channel with its latency:
+
+* **probe**: a known sentence and a decoy are embedded with the configured embedder, indexed in
+  a scratch in-memory store, and the probe must come back first through the dense channel and
+  through the lexical channel. This fails when the embedder raises, returns garbage (NaN,
+  constant or random vectors) or the ranking code is broken.
+* **index**: for each app in the real database, its most recent chunk is read back, re-embedded
+  and searched for in the app's own index: the stored vector must agree with the embedder (a
+  swapped or drifted model fails), the dense channel must return the chunk, and the lexical
+  channel must return it for its own words (missing or corrupt postings fail even when the
+  index's counters look right). Nothing is written to the database.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from .embed.base import quantize
+import numpy as np
+
+from . import lexical
+from .embed.base import dequantize, quantize
 from .memory import Memory
+from .store.base import LexicalUnavailable
 from .store.sqlite import SQLiteStore
 
 PROBE_TEXT = "vestige health probe: the quartz lighthouse keeper feeds seventeen herons"
 PROBE_QUERY = "quartz lighthouse herons"
+DECOY_TEXT = "an unrelated note about tomato soup"
+AGREEMENT = 0.9  # minimum cosine between a stored vector and its text re-embedded now
+TOP = 10  # the sampled chunk (or an identical text) must be among the top TOP of each channel
 
 
 @dataclass
@@ -18,10 +40,33 @@ class HealthReport:
     ok: bool = True
     lines: list[str] = field(default_factory=list)
     channels: dict[str, dict] = field(default_factory=dict)
+    apps: dict[str, dict] = field(default_factory=dict)
 
     def add(self, ok: bool, line: str) -> None:
         self.ok &= ok
         self.lines.append(("ok    " if ok else "FAIL  ") + line)
+
+    def to_dict(self, *, app_names: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok, "status": "ok" if self.ok else "failing", "probe": self.channels}
+        if app_names:
+            out["apps"] = self.apps
+        else:
+            out["apps_checked"] = len(self.apps)
+            out["apps_failing"] = sum(not a["ok"] for a in self.apps.values())
+        return out
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _embed_checked(memory: Memory, texts: list[str]) -> np.ndarray:
+    vectors = np.asarray(memory.embedder.embed(texts), dtype=np.float32)
+    if vectors.shape != (len(texts), memory.embedder.dim):
+        raise ValueError(f"embedder returned shape {vectors.shape}, expected ({len(texts)}, {memory.embedder.dim})")
+    if not np.isfinite(vectors).all():
+        raise ValueError("embedder returned non-finite values")
+    return vectors
 
 
 def probe_channels(memory: Memory) -> dict[str, dict]:
@@ -30,40 +75,129 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
     out: dict[str, dict] = {}
     try:
         start = time.perf_counter()
-        scratch.add_fact("an unrelated note about tomato soup", app="probe")
+        _embed_checked(memory, [DECOY_TEXT, PROBE_TEXT])
+        scratch.add_fact(DECOY_TEXT, app="probe", fact_id="decoy")
         scratch.add_fact(PROBE_TEXT, app="probe", fact_id="probe")
-        out["embed"] = {"ok": True, "ms": round((time.perf_counter() - start) * 1000, 1)}
-        query = quantize(memory.embedder.embed([PROBE_QUERY])).astype("float32") / 127
+        query = _embed_checked(memory, [PROBE_QUERY])
+        out["embed"] = {"ok": True, "ms": _ms(start)}
         for channel, run in (
             ("dense", lambda: scratch.store.dense_search("probe", query, 2)),
-            ("lexical", lambda: scratch.store.lexical_search("probe", ["quartz", "lighthouse"], 2, 1.5, 0.75)),
+            ("lexical", lambda: scratch.store.lexical_search("probe", lexical.analyze(PROBE_QUERY), 2, 1.5, 0.75)),
         ):
             start = time.perf_counter()
-            found = run()
-            rows = scratch.store.fetch_chunks("probe", [cid for cid, _ in found[:1]])
-            ok = bool(rows) and next(iter(rows.values())).fact_id == "probe"
-            out[channel] = {"ok": ok, "ms": round((time.perf_counter() - start) * 1000, 2)}
+            try:
+                found = run()
+                rows = scratch.store.fetch_chunks("probe", [cid for cid, _ in found[:1]])
+                first = next(iter(rows.values())).fact_id if rows else None
+                # A broken embedder (constant vectors, say) ties everything: the decoy, stored
+                # first, wins the tie, so the probe must outrank it on its merits.
+                tied = len(found) > 1 and math.isclose(found[0][1], found[1][1])
+                ok = first == "probe" and not tied
+                result: dict[str, Any] = {"ok": ok, "ms": _ms(start)}
+                if not ok:
+                    result["error"] = "the probe was not found first" + (" (scores tied)" if tied else "")
+            except Exception as exc:
+                result = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+            out[channel] = result
     except Exception as exc:  # a health check reports failures, it does not raise them
-        out.setdefault("embed", {"ok": False, "error": str(exc)})
-        out["error"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        out["embed"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        for channel in ("dense", "lexical"):
+            out.setdefault(channel, {"ok": False, "error": "not run: embedding failed"})
     finally:
         scratch.store.close()
     return out
 
 
-def check(memory: Memory) -> HealthReport:
+def _sample_chunk(store: SQLiteStore, app: str) -> tuple[int, str, bytes | None, int] | None:
+    """The app's most recent chunk: (id, text, int8 vector or None, in_lexical)."""
+    rows = store._read(
+        "SELECT c.id, c.text, c.vector, c.in_lexical FROM chunks c JOIN apps a ON a.id = c.app_id "
+        "WHERE a.name = ? ORDER BY c.id DESC LIMIT 1",
+        (app,),
+    )
+    return rows[0] if rows else None
+
+
+def _found(store: SQLiteStore, app: str, ranking: list[tuple[int, float]], chunk_id: int, text: str) -> int | None:
+    """1-based rank of the chunk (or of a chunk with the very same text) in a ranking."""
+    ids = [cid for cid, _ in ranking[:TOP]]
+    if chunk_id in ids:
+        return ids.index(chunk_id) + 1
+    rows = store.fetch_chunks(app, ids)
+    for rank, cid in enumerate(ids, 1):
+        if cid in rows and rows[cid].text == text:
+            return rank
+    return None
+
+
+def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
+    """Retrieve the app's most recent chunk from the real index, through each channel."""
+    store = memory.store
+    out: dict[str, Any] = {"ok": True}
+    if not isinstance(store, SQLiteStore):
+        return {"ok": True, "note": "index self-check needs a SQLite store; skipped"}
+    sample = _sample_chunk(store, app)
+    if sample is None:
+        return {"ok": True, "note": "empty"}
+    chunk_id, text, blob, in_lexical = sample
+    if blob is not None:
+        start = time.perf_counter()
+        try:
+            vector = _embed_checked(memory, [text])
+            stored = dequantize(np.frombuffer(blob, dtype=np.int8).reshape(1, -1))
+            if stored.shape[1] != vector.shape[1]:
+                raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")
+            agreement = float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0])
+            rank = _found(store, app, store.dense_search(app, vector, TOP), chunk_id, text)
+            ok = rank is not None and agreement >= AGREEMENT
+            out["dense"] = {"ok": ok, "ms": _ms(start), "rank": rank, "agreement": round(agreement, 3)}
+            if not ok:
+                out["dense"]["error"] = (
+                    f"stored vector disagrees with the embedder (cosine {agreement:.2f})"
+                    if agreement < AGREEMENT else f"chunk {chunk_id} not in the dense top {TOP} for its own text"
+                )
+        except Exception as exc:
+            out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+    if in_lexical:
+        start = time.perf_counter()
+        try:
+            ranking = store.lexical_search(app, lexical.analyze(text), TOP, memory.settings.k1, memory.settings.b)
+            rank = _found(store, app, ranking, chunk_id, text)
+            out["lexical"] = {"ok": rank is not None, "ms": _ms(start), "rank": rank}
+            if rank is None:
+                out["lexical"]["error"] = f"chunk {chunk_id} not in the lexical top {TOP} for its own words"
+        except LexicalUnavailable as exc:
+            out["lexical"] = {"ok": False, "ms": _ms(start), "error": f"falls back to vectors: {exc}"}
+        except Exception as exc:
+            out["lexical"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+    out["ok"] = all(v["ok"] for k, v in out.items() if isinstance(v, dict))
+    return out
+
+
+def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
+    """Probe the embedder and both channels, then self-check each app's real index.
+
+    ``apps`` limits the index check (None: every app).
+    """
     report = HealthReport()
     report.add(True, f"database {getattr(memory.store, 'path', '?')} opened (schema current)")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
     report.channels = probe_channels(memory)
     for name, result in report.channels.items():
-        detail = f"{result['ms']} ms" if "ms" in result else result.get("error", "")
+        detail = f"{result['ms']} ms" if "ms" in result else ""
+        if result.get("error"):
+            detail = f"{detail} {result['error']}".strip()
         report.add(result["ok"], f"probe {name}: {detail}")
-    for app in memory.apps():
-        reason = memory.store.lexical_status(app)
-        if reason:
-            report.add(False, f"app {app!r}: lexical channel falls back to vectors: {reason}")
-        else:
-            stats = memory.store.stats(app)["apps"][app]
-            report.add(True, f"app {app!r}: {stats['sessions']} sessions, {stats['chunks']} chunks, lexical index complete")
+    names = memory.apps() if apps is None else [a for a in apps if a in memory.apps()]
+    for app in names:
+        result = check_app_index(memory, app)
+        report.apps[app] = result
+        parts = []
+        for channel in ("dense", "lexical"):
+            if channel in result:
+                r = result[channel]
+                parts.append(f"{channel} " + (f"rank {r['rank']} in {r['ms']} ms" if r["ok"] else r.get("error", "failed")))
+        stats = memory.store.stats(app)["apps"].get(app, {})
+        summary = f"{stats.get('sessions', 0)} sessions, {stats.get('facts', 0)} facts, {stats.get('chunks', 0)} chunks"
+        report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
     return report

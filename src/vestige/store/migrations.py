@@ -84,6 +84,20 @@ MIGRATIONS: list[str] = [
         total_len INTEGER NOT NULL
     );
     """,
+    # 2: per-app API keys for the HTTP and MCP servers (vestige.server.keys). Only a SHA-256 of
+    # each key is kept; the app is named, not referenced, so a key outlives its app's memory.
+    """
+    CREATE TABLE api_keys (
+        id INTEGER PRIMARY KEY,
+        app TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,  -- the key's first characters, to tell keys apart in listings
+        label TEXT,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    );
+    CREATE INDEX api_keys_app ON api_keys (app);
+    """,
 ]
 
 

@@ -604,6 +604,8 @@ class SQLiteStore(Store):
                 f"WHERE app_id = ? AND term_id IN ({marks})",
                 (app_id, *term_ids.values()),
             ).fetchall()
+        if not rows:  # the terms are known (the dictionary is shared) but not in this app
+            return []
         lengths = self._doc_lengths(app_id)
         avgdl = total_len / n_docs
         per_term: dict[int, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
