@@ -124,9 +124,23 @@ def search(query: str, db: str | None, app: str, embedder: str, k: int, previous
     for n, hit in enumerate(hits, start=1):
         ranks = ", ".join(f"{ch} #{r}" if r else f"{ch} -" for ch, r in hit.ranks.items())
         source = hit.session_id or f"fact {hit.fact_id}"
-        text = " ".join(hit.text.split())
         click.echo(f"{n}. [{hit.date or 'undated'}] {source}  ({ranks}; score {hit.score:.4f})")
-        click.echo(f"   {text[:300]}{'...' if len(text) > 300 else ''}")
+        click.echo(f"   {_snippet(hit.text, query)}")
+
+
+def _snippet(text: str, query: str, width: int = 300) -> str:
+    """A window of the hit's text around the first query term it contains."""
+    from .lexical import analyze
+
+    text = " ".join(text.split())
+    folded = text.casefold()
+    present = [t for t in set(analyze(query)) if t in folded]
+    # Centre on the query term the hit mentions least: usually the rare, telling one.
+    rarest = min(present, key=lambda t: (folded.count(t), -len(t)), default=None)
+    first = folded.find(rarest) if rarest else 0
+    start = max(0, min(first - width // 3, len(text) - width))
+    body = text[start : start + width]
+    return ("..." if start else "") + body + ("..." if start + width < len(text) else "")
 
 
 @main.command()

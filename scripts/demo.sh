@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The demo: ingest real conversations (LoCoMo) into one SQLite file and ask a question whose
+# answer hinges on a rare proper noun. Each hit shows its rank in the dense and lexical channels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA="${VESTIGE_DEMO_DATA:-../shared/data/locomo_dev.json.gz}"
+DB="${VESTIGE_DEMO_DB:-demo.sqlite}"
+QUESTION='When did Jolene do yoga at Talkeetna?'
+
+vestige ingest "$DATA" --db "$DB" --app locomo
+echo
+echo "Q: $QUESTION"
+echo "--- fused (dense + BM25, RRF):"
+vestige search "$QUESTION" --db "$DB" --app locomo -k 3
+echo "--- vectors only (VESTIGE_LEXICAL_FUSION=0):"
+VESTIGE_LEXICAL_FUSION=0 vestige search "$QUESTION" --db "$DB" --app locomo -k 3
