@@ -1,0 +1,542 @@
+"""The HTTP API: FastAPI over one ``Memory``, every route scoped to one app by its API key.
+
+``create_app(memory)`` builds the application; ``app_from_env()`` is the factory uvicorn workers
+import (the server edge is where environment variables are read). Errors are JSON,
+``{"error": {"status", "code", "message"}}``, with the status that fits.
+"""
+
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..context import build_context, place_context
+from ..errors import EmbedderMismatch, InvalidInput, MissingDependency, NotFound, SchemaError, UnknownApp, VestigeError
+from ..health import check
+from ..memory import Memory
+from ..validate import SessionInput
+from .keys import KeyRefused, KeyStore
+
+log = logging.getLogger("vestige.server")
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_PAGE = 500
+MAX_K = 100
+MAX_TEXT = 100_000
+MAX_QUERY = 10_000
+MAX_METADATA_BYTES = 64 * 1024
+HEALTH_MAX_APPS = 10  # the unauthenticated /health self-checks at most this many apps
+
+# -- request and response bodies -------------------------------------------------------------
+
+Role = Literal["user", "assistant", "system", "tool"]
+Id = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except ValueError as exc:
+        raise ValueError(f"metadata must be plain JSON ({exc})") from None
+    if len(encoded.encode("utf-8", "surrogatepass")) > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata is over {MAX_METADATA_BYTES} bytes")
+    return value
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MessageIn(Strict):
+    role: Role
+    content: str = Field(min_length=1, max_length=1_000_000)
+    time: str | None = Field(default=None, max_length=64, description="When the message was sent (ISO 8601).")
+
+
+class SessionIn(Strict):
+    session_id: Id | None = Field(default=None, description="Your id; default: a hash of the content.")
+    date: str | None = Field(default=None, max_length=64, description="When the session happened (ISO 8601).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    messages: list[MessageIn] = Field(min_length=1, max_length=10_000)
+
+    _metadata = field_validator("metadata")(_check_metadata)
+
+
+class SessionsIn(Strict):
+    sessions: list[SessionIn] = Field(min_length=1, max_length=100)
+
+
+class MessagesIn(Strict):
+    messages: list[MessageIn] = Field(min_length=1, max_length=1_000)
+    date: str | None = Field(default=None, max_length=64, description="Date of the session if it is new.")
+
+
+class FactIn(Strict):
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    fact_id: Id | None = None
+    date: str | None = Field(default=None, max_length=64)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _metadata = field_validator("metadata")(_check_metadata)
+
+
+class SearchIn(Strict):
+    query: str = Field(min_length=1, max_length=MAX_QUERY)
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    previous: str | None = Field(default=None, max_length=MAX_QUERY, description="The previous turn, for a follow-up.")
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str = Field(max_length=64)
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ContextIn(Strict):
+    query: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY,
+                              description="The question; default: the last user turn of `messages`.")
+    messages: list[ChatMessage] | None = Field(
+        default=None, max_length=1_000,
+        description="An OpenAI-style chat; the response returns it with the block in the last user turn.")
+    previous: str | None = Field(default=None, max_length=MAX_QUERY)
+    budget_tokens: int = Field(default=1000, ge=1, le=100_000)
+    k: int = Field(default=32, ge=1, le=MAX_K)
+    order: Literal["date", "relevance"] = "date"
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class StoredOut(BaseModel):
+    id: str
+    status: Literal["added", "replaced", "unchanged"]
+    chunks: int
+
+
+class BatchOut(BaseModel):
+    added: list[str]
+    replaced: list[str]
+    unchanged: list[str]
+    chunks: int
+
+
+class HitOut(BaseModel):
+    chunk_id: int
+    session_id: str | None
+    fact_id: str | None
+    date: str | None
+    text: str
+    score: float
+    ranks: dict[str, int | None]
+    scores: dict[str, float | None]
+    roles: list[str]
+    view: str
+    stage: str
+    app: str | None
+
+
+class SearchOut(BaseModel):
+    hits: list[HitOut]
+    notes: list[str]
+
+
+class SnippetOut(HitOut):
+    n_tokens: int
+
+
+class ContextOut(BaseModel):
+    context: str = Field(description="The block to put in the prompt; empty when nothing relevant was found.")
+    n_tokens: int
+    snippets: list[SnippetOut]
+    notes: list[str]
+    messages: list[dict[str, Any]] | None = None
+
+
+class MessageOut(BaseModel):
+    role: str
+    content: str
+    time: str | None
+
+
+class ItemOut(BaseModel):
+    kind: Literal["session", "fact"]
+    session_id: str | None = None
+    fact_id: str | None = None
+    date: str | None
+    metadata: dict[str, Any]
+    text: str | None = None
+    messages: list[MessageOut] | None = None
+
+
+class ListOut(BaseModel):
+    items: list[dict[str, Any]]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="Pass as `offset` for the next page; null on the last page.")
+
+
+class DeletedOut(BaseModel):
+    deleted: str
+
+
+class StatsOut(BaseModel):
+    app: str
+    sessions: int
+    messages: int
+    facts: int
+    chunks: int
+    lexical_index: str
+    embedder: str
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut, "description": text}
+    for code, text in (
+        (401, "Missing, unknown or revoked API key"),
+        (403, "The key belongs to another app"),
+        (404, "Not found"),
+        (413, "Request body too large"),
+        (422, "Invalid input"),
+    )
+}
+
+
+# -- plumbing --------------------------------------------------------------------------------
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "code": code, "message": message}}, status, headers=headers)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413, whether or not they declare a length."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        message = f"request body is over the {self.max_bytes:,}-byte limit"
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _error(400, "bad_request", "invalid Content-Length header")(scope, receive, send)
+                    return
+                if declared > self.max_bytes:
+                    await _error(413, "too_large", message)(scope, receive, send)
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> dict:
+            nonlocal received
+            event = await receive()
+            if event["type"] == "http.request":
+                received += len(event.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge
+            return event
+
+        async def tracking_send(event: dict) -> None:
+            nonlocal started
+            if event["type"] == "http.response.start":
+                started = True
+            await send(event)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await _error(413, "too_large", message)(scope, receive, send)
+
+
+_STATUS = (  # vestige's own errors, most specific first
+    (KeyRefused, 401, "unauthorized"),
+    (NotFound, 404, "not_found"),
+    (UnknownApp, 404, "unknown_app"),
+    (InvalidInput, 422, "invalid_input"),
+    (EmbedderMismatch, 409, "embedder_mismatch"),
+    (SchemaError, 500, "schema_error"),
+    (MissingDependency, 500, "missing_dependency"),
+    (VestigeError, 400, "error"),
+)
+
+
+def _describe(errors: list[dict[str, Any]]) -> str:
+    parts = []
+    for err in errors[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "; ".join(parts) + more
+
+
+# -- the application -------------------------------------------------------------------------
+
+
+def create_app(
+    memory: Memory,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    health_max_apps: int = HEALTH_MAX_APPS,
+) -> FastAPI:
+    """The HTTP API over ``memory``; keys are read from (and live in) the same SQLite file."""
+    keys = KeyStore(memory.store)  # type: ignore[arg-type]
+    append_lock = threading.Lock()
+    api = FastAPI(
+        title="vestige",
+        version="1",
+        description=(
+            "Long-term memory for AI agents. Every route under `/v1/apps/{app}` needs that app's "
+            "API key (`Authorization: Bearer <key>`; create one with `vestige keys create --app APP`)."
+        ),
+    )
+    api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    bearer = HTTPBearer(auto_error=False, description="A per-app key from `vestige keys create`.")
+
+    @api.exception_handler(VestigeError)
+    async def vestige_error(request: Request, exc: VestigeError) -> JSONResponse:
+        for cls, status, code in _STATUS:
+            if isinstance(exc, cls):
+                headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+                if isinstance(exc, KeyRefused) and "does not grant" in str(exc):
+                    status, code, headers = 403, "forbidden", None
+                return _error(status, code, str(exc), headers)
+        return _error(400, "error", str(exc))  # pragma: no cover
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "invalid_input", _describe(list(exc.errors())))
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "error")
+        return _error(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
+
+    @api.exception_handler(UnicodeError)
+    async def bad_unicode(request: Request, exc: UnicodeError) -> JSONResponse:
+        return _error(422, "invalid_input", "text is not valid Unicode (lone surrogate?)")
+
+    @api.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return _error(500, "internal", f"internal error ({type(exc).__name__}); see the server log")
+
+    def authorized(
+        app: Annotated[str, Path(min_length=1, max_length=256, description="The app (isolation unit).")],
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> str:
+        keys.check(credentials.credentials if credentials else None, app)
+        return app
+
+    App = Annotated[str, Depends(authorized)]
+    Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page size.")]
+    Offset = Annotated[int, Query(ge=0, le=10**9, description="Items to skip.")]
+
+    def stored(report: Any) -> StoredOut:
+        for status in ("added", "replaced", "unchanged"):
+            ids = getattr(report, status)
+            if ids:
+                return StoredOut(id=ids[0], status=status, chunks=report.chunks)
+        raise AssertionError("empty ingest report")  # pragma: no cover
+
+    def as_input(s: SessionIn) -> SessionInput:
+        return SessionInput([m.model_dump() for m in s.messages], s.session_id, s.date, s.metadata)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    prefix = "/v1/apps/{app}"
+
+    @api.post(f"{prefix}/sessions", status_code=201, response_model=StoredOut, responses=ERRORS, tags=["write"])
+    def add_session(app: App, body: SessionIn) -> StoredOut:
+        """Store one conversation session. Re-sending the same id with the same content changes nothing; new content replaces it."""
+        return stored(memory.add_sessions([as_input(body)], app=app))
+
+    @api.post(f"{prefix}/sessions/batch", status_code=201, response_model=BatchOut, responses=ERRORS, tags=["write"])
+    def add_sessions(app: App, body: SessionsIn) -> BatchOut:
+        """Store up to 100 sessions in one transaction: all of them, or none if any is invalid."""
+        report = memory.add_sessions([as_input(s) for s in body.sessions], app=app)
+        return BatchOut(added=report.added, replaced=report.replaced, unchanged=report.unchanged, chunks=report.chunks)
+
+    @api.post(f"{prefix}/sessions/{{session_id}}/messages", status_code=201, response_model=StoredOut,
+              responses=ERRORS, tags=["write"])
+    def add_messages(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)], body: MessagesIn) -> StoredOut:
+        """Append messages to a session (created if new); the session is re-indexed whole."""
+        new = [m.model_dump() for m in body.messages]
+        with append_lock:  # read-modify-write: serialise appends within this server process
+            found = memory.store.get_session(app, session_id)
+            if found is None:
+                item = SessionInput(new, session_id, body.date, {})
+            else:
+                item = SessionInput(found["messages"] + new, session_id, found["date"], found["metadata"])
+            return stored(memory.add_sessions([item], app=app))
+
+    @api.post(f"{prefix}/facts", status_code=201, response_model=StoredOut, responses=ERRORS, tags=["write"])
+    def add_fact(app: App, body: FactIn) -> StoredOut:
+        """Store a short standalone note (a fact about the user, a preference, a decision)."""
+        if not body.text.strip():
+            raise InvalidInput("a fact must be a non-empty string")
+        fact_id = memory.add_fact(body.text, app=app, fact_id=body.fact_id, date=body.date, metadata=body.metadata)
+        return StoredOut(id=fact_id, status="added", chunks=1)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @api.post(f"{prefix}/search", response_model=SearchOut, responses=ERRORS, tags=["read"])
+    def search(app: App, body: SearchIn) -> SearchOut:
+        """The k most relevant snippets, best first; each shows its rank in the dense and lexical channels."""
+        if not body.query.strip():
+            raise InvalidInput("the query is empty")
+        if app not in memory.apps():
+            return SearchOut(hits=[], notes=[f"app {app!r} holds no memory yet"])
+        results = memory.search(body.query, app=app, k=body.k, previous=body.previous or None)
+        return SearchOut(hits=[HitOut(**h.to_dict()) for h in results], notes=results.notes)
+
+    @api.post(f"{prefix}/context", response_model=ContextOut, responses=ERRORS, tags=["read"])
+    def context(app: App, body: ContextIn) -> ContextOut:
+        """The block to put in a prompt: dated snippets within the token budget, ending with the rule that they are past records. Empty when nothing is found. Give `messages` to get them back with the block placed in the last user turn, just before the question."""
+        messages = [m.model_dump(exclude_none=False) for m in body.messages] if body.messages is not None else None
+        query, previous = body.query, body.previous
+        if query is None:
+            if not messages:
+                raise InvalidInput("give a `query`, or `messages` that end with a user turn")
+            users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+            if not users:
+                raise InvalidInput("`messages` has no user turn")
+            last = users[-1]
+            query = _text(messages[last].get("content"))
+            if previous is None and last > 0 and messages[last - 1].get("role") in ("user", "assistant"):
+                previous = _text(messages[last - 1].get("content")) or None
+        if not query or not query.strip():
+            raise InvalidInput("the query is empty")
+        block = build_context(memory, query, app=app, budget_tokens=body.budget_tokens, k=body.k,
+                              previous=previous or None, order=body.order)
+        out = block.to_dict()
+        if messages is not None:
+            out["messages"] = place_context(messages, block) if block else messages
+        return ContextOut(**out)
+
+    @api.get(f"{prefix}/sessions", response_model=ListOut, responses=ERRORS, tags=["read"])
+    def list_sessions(app: App, limit: Limit = 50, offset: Offset = 0) -> ListOut:
+        """Session ids and dates, in the order they were stored; page with `limit` and `offset`."""
+        return _page(memory.store.list_items(app, "session", limit + 1, offset), limit, offset)
+
+    @api.get(f"{prefix}/facts", response_model=ListOut, responses=ERRORS, tags=["read"])
+    def list_facts(app: App, limit: Limit = 50, offset: Offset = 0) -> ListOut:
+        """Fact ids and dates, in the order they were stored; page with `limit` and `offset`."""
+        return _page(memory.store.list_items(app, "fact", limit + 1, offset), limit, offset)
+
+    @api.get(f"{prefix}/sessions/{{session_id}}", response_model=ItemOut, responses=ERRORS, tags=["read"])
+    def get_session(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)]) -> ItemOut:
+        """A stored session with all its messages."""
+        found = memory.store.get_session(app, session_id)
+        if found is None:
+            raise NotFound(f"no session {session_id!r} in app {app!r}")
+        return ItemOut(**found)
+
+    @api.get(f"{prefix}/facts/{{fact_id}}", response_model=ItemOut, responses=ERRORS, tags=["read"])
+    def get_fact(app: App, fact_id: Annotated[str, Path(min_length=1, max_length=256)]) -> ItemOut:
+        """A stored fact."""
+        found = memory.store.get_fact(app, fact_id)
+        if found is None:
+            raise NotFound(f"no fact {fact_id!r} in app {app!r}")
+        return ItemOut(**found)
+
+    @api.get(f"{prefix}/stats", response_model=StatsOut, responses=ERRORS, tags=["read"])
+    def stats(app: App) -> StatsOut:
+        """Counts of sessions, messages, facts and chunks, and the state of the lexical index."""
+        counts = memory.store.stats(app)["apps"].get(app) or {
+            "sessions": 0, "messages": 0, "facts": 0, "chunks": 0, "lexical_index": "empty"}
+        return StatsOut(app=app, embedder=memory.embedder.model_id, **counts)
+
+    # -- deleting --------------------------------------------------------------------------
+
+    @api.delete(f"{prefix}/sessions/{{session_id}}", response_model=DeletedOut, responses=ERRORS, tags=["delete"])
+    def delete_session(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)]) -> DeletedOut:
+        """Delete a session with its messages, chunks, vectors and index postings."""
+        if not memory.store.delete(app, "session", session_id):
+            raise NotFound(f"no session {session_id!r} in app {app!r}")
+        return DeletedOut(deleted=session_id)
+
+    @api.delete(f"{prefix}/facts/{{fact_id}}", response_model=DeletedOut, responses=ERRORS, tags=["delete"])
+    def delete_fact(app: App, fact_id: Annotated[str, Path(min_length=1, max_length=256)]) -> DeletedOut:
+        """Delete a fact with its chunk, vector and index postings."""
+        if not memory.store.delete(app, "fact", fact_id):
+            raise NotFound(f"no fact {fact_id!r} in app {app!r}")
+        return DeletedOut(deleted=fact_id)
+
+    @api.delete(prefix, response_model=DeletedOut, responses=ERRORS, tags=["delete"])
+    def delete_app(app: App, confirm: Annotated[str, Query(description="Must repeat the app's name.")]) -> DeletedOut:
+        """Delete everything the app holds (its keys stay valid). `confirm` must repeat the app's name."""
+        if confirm != app:
+            raise InvalidInput(f"to delete app {app!r}, pass confirm={app!r}")
+        memory.delete_app(app)
+        return DeletedOut(deleted=app)
+
+    # -- health ----------------------------------------------------------------------------
+
+    @api.get("/health", tags=["health"], responses={503: {"description": "Retrieval is failing"}})
+    def health() -> JSONResponse:
+        """Embed a known probe and find it through each channel, then retrieve a stored chunk from each app's own index (up to a cap). 200 when all of it works, 503 otherwise. No key needed; app names are not shown."""
+        names = memory.apps()[-health_max_apps:] if health_max_apps else []
+        report = check(memory, apps=names)
+        body = report.to_dict(app_names=False)
+        body["apps_total"] = len(memory.apps())
+        body["embedder"] = memory.embedder.model_id
+        return JSONResponse(body, 200 if report.ok else 503)
+
+    api.state.memory = memory
+    api.state.keys = keys
+    return api
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _page(rows: list[dict[str, Any]], limit: int, offset: int) -> ListOut:
+    more = len(rows) > limit
+    return ListOut(items=rows[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None)
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory``: reads VESTIGE_DB, VESTIGE_EMBEDDER, VESTIGE_MAX_BODY_BYTES."""
+    from ..config import default_db_path, lexical_fusion_enabled
+
+    memory = Memory(
+        default_db_path(),
+        embedder=os.environ.get("VESTIGE_EMBEDDER", "minilm"),
+        lexical_fusion=lexical_fusion_enabled(),
+    )
+    limit = int(os.environ.get("VESTIGE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))
+    return create_app(memory, max_body_bytes=limit)
+

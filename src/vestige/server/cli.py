@@ -1,0 +1,127 @@
+"""``vestige serve``, ``vestige mcp`` and ``vestige keys``: registered by vestige.cli."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from ..cli import _fail_cleanly, _open, db_option, embedder_option
+from ..config import default_db_path
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _warn_if_exposed(host: str) -> None:
+    if host not in LOOPBACK:
+        click.echo(
+            f"warning: binding to {host}: the API is reachable from other machines; "
+            "put it behind TLS (a reverse proxy) and keep keys secret",
+            err=True,
+        )
+
+
+@click.command()
+@db_option
+@embedder_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
+@click.option("--port", default=8765, show_default=True, type=int, help="TCP port.")
+@click.option("--workers", default=1, show_default=True, type=int, help="Worker processes (all share the database file).")
+@click.option("--max-body-bytes", default=8 * 1024 * 1024, show_default=True, type=int, help="Largest request body accepted (413 beyond).")
+@click.option("--log-level", default="info", show_default=True, type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@_fail_cleanly
+def serve(db: str | None, embedder: str, host: str, port: int, workers: int, max_body_bytes: int, log_level: str) -> None:
+    """Serve the HTTP API (OpenAPI docs at /docs); each app is reached with its own key."""
+    import uvicorn
+
+    _warn_if_exposed(host)
+    path = str(db or default_db_path())
+    _open(path, embedder).close()  # create/migrate the file and check the embedder before forking
+    os.environ["VESTIGE_DB"] = path  # the server edge hands its settings to the workers
+    os.environ["VESTIGE_EMBEDDER"] = embedder
+    os.environ["VESTIGE_MAX_BODY_BYTES"] = str(max_body_bytes)
+    click.echo(f"vestige: serving {path} on http://{host}:{port} (docs: /docs)", err=True)
+    uvicorn.run("vestige.server.app:app_from_env", factory=True, host=host, port=port,
+                workers=workers, log_level=log_level)
+
+
+@click.command()
+@db_option
+@embedder_option
+@click.option("--app", required=True, help="The one app this server reads and writes.")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (the client launches this command) or streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only: interface to bind.")
+@click.option("--port", default=8766, show_default=True, type=int, help="HTTP only: TCP port.")
+@click.option("--no-auth", is_flag=True, help="HTTP only: do not require the app's API key (loopback use).")
+@_fail_cleanly
+def mcp(db: str | None, embedder: str, app: str, transport: str, host: str, port: int, no_auth: bool) -> None:
+    """Run the MCP server (tools remember, recall, context, forget) for one app."""
+    from .mcp_server import build_mcp, http_app
+
+    memory = _open(db, embedder)
+    if transport == "stdio":
+        build_mcp(memory, app).run("stdio")
+        return
+    import uvicorn
+
+    _warn_if_exposed(host)
+    click.echo(f"vestige: MCP for app {app!r} on http://{host}:{port}/mcp", err=True)
+    uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host), host=host, port=port, log_level="warning")
+
+
+@click.group()
+def keys() -> None:
+    """Create, list and revoke per-app API keys (only their hashes are stored)."""
+
+
+def _keystore(db: str | None):
+    from ..store.sqlite import SQLiteStore
+    from .keys import KeyStore
+
+    return KeyStore(SQLiteStore(db or default_db_path()))
+
+
+@keys.command("create")
+@db_option
+@click.option("--app", required=True, help="The app the key reaches (and nothing else).")
+@click.option("--label", help="A note to tell keys apart (who or what uses it).")
+@_fail_cleanly
+def keys_create(db: str | None, app: str, label: str | None) -> None:
+    """Create a key for APP and print it once; store it now, it cannot be shown again."""
+    key, info = _keystore(db).create(app, label)
+    click.echo(key)
+    click.echo(f"key {info.id} ({info.prefix}...) for app {app!r}: shown once, only its hash is stored", err=True)
+
+
+@keys.command("list")
+@db_option
+@click.option("--app", help="Only this app's keys.")
+@click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@_fail_cleanly
+def keys_list(db: str | None, app: str | None, include_revoked: bool, as_json: bool) -> None:
+    """List keys (id, prefix, app, label, dates); never the keys themselves."""
+    found = _keystore(db).list(app, include_revoked=include_revoked)
+    if as_json:
+        click.echo(json.dumps([k.to_dict() for k in found], indent=2))
+        return
+    if not found:
+        click.echo("no keys")
+    for k in found:
+        state = f"revoked {k.revoked_at}" if k.revoked_at else "active"
+        click.echo(f"{k.id}\t{k.prefix}...\t{k.app}\t{k.label or ''}\tcreated {k.created_at}\t{state}")
+
+
+@keys.command("revoke")
+@click.argument("key_or_id")
+@db_option
+@_fail_cleanly
+def keys_revoke(key_or_id: str, db: str | None) -> None:
+    """Revoke a key, given by its id, its shown prefix, or the key itself; it stops working at once."""
+    info = _keystore(db).revoke(key_or_id)
+    click.echo(f"revoked key {info.id} ({info.prefix}...) of app {info.app!r}")
+
+
+commands = [serve, mcp, keys]

@@ -1,0 +1,110 @@
+"""The MCP server: remember, recall, context and forget, scoped to one app.
+
+Built on the official ``mcp`` SDK (2.x, ``MCPServer``). The app is fixed when the server starts
+(``vestige mcp --app NAME``), so an agent can never reach another app's memory. Over stdio the
+client that launches the process is trusted; over streamable HTTP every request needs a key of
+that app (``Authorization: Bearer <key>``), unless the server was started with ``--no-auth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..context import build_context, format_date, format_source
+from ..errors import NotFound, VestigeError
+from ..memory import Memory
+from .keys import KeyRefused, KeyStore
+
+INSTRUCTIONS = (
+    "Long-term memory of past conversations with this user. Call `recall` or `context` before "
+    "answering anything that may depend on earlier conversations (names, preferences, plans, "
+    "past decisions); call `remember` when the user states something worth keeping; call "
+    "`forget` when the user asks you to forget something. Recalled records are dated past "
+    "records: what the user says now wins over them."
+)
+
+
+def _missing_mcp() -> VestigeError:
+    from ..errors import MissingDependency
+
+    return MissingDependency("the MCP server needs the mcp package: pip install 'vestige[server]'")
+
+
+def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
+    """An ``MCPServer`` whose four tools read and write ``app`` in ``memory``."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.types import ToolAnnotations
+    except ImportError as exc:  # pragma: no cover
+        raise _missing_mcp() from exc
+
+    server = MCPServer(name, instructions=INSTRUCTIONS)
+
+    @server.tool(annotations=ToolAnnotations(title="Remember", destructive_hint=False, idempotent_hint=True))
+    def remember(text: str, date: str | None = None) -> str:
+        """Store one thing worth remembering about the user or the work, as a short self-contained statement (e.g. "The user's cat is called Admon."). Write it so it makes sense without the conversation around it. `date` (ISO 8601) says when it was true; default: now. Returns the memory's id, which `forget` accepts."""
+        memory_id = memory.add_fact(text, app=app, date=date)
+        return f"Remembered as {memory_id}."
+
+    @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
+    def recall(query: str, k: int = 5) -> str:
+        """Search long-term memory and list the k most relevant past records (1 to 50), best first, each with its id, date and source. Ask with the words the user would have used (names, places, product names help). Records are from the past: the current conversation wins if they disagree."""
+        k = max(1, min(int(k), 50))
+        if app not in memory.apps():
+            return "Nothing found: this memory is empty."
+        hits = memory.search(query, app=app, k=k)
+        if not hits:
+            return "Nothing found."
+        lines = []
+        for n, hit in enumerate(hits, 1):
+            item_id = hit.fact_id or hit.session_id
+            lines.append(f"{n}. id {item_id} · {format_date(hit.date)} · {format_source(hit)}\n{hit.text.strip()}")
+        return "\n\n".join(lines)
+
+    @server.tool(annotations=ToolAnnotations(title="Context", read_only_hint=True))
+    def context(query: str, budget_tokens: int = 800) -> str:
+        """A ready-to-use block of dated past records relevant to `query`, within about `budget_tokens` tokens (50 to 8000), ending with the rule that these are past records. Put it in your reasoning just before answering. Empty when nothing relevant is stored."""
+        budget = max(50, min(int(budget_tokens), 8000))
+        block = build_context(memory, query, app=app, budget_tokens=budget)
+        return str(block) or "No relevant memory."
+
+    @server.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True, idempotent_hint=True))
+    def forget(memory_id: str) -> str:
+        """Delete a stored memory (a remembered note or a whole conversation) by the id that `remember` returned or that `recall` shows. Use when the user asks you to forget something; it cannot be undone."""
+        try:
+            memory.delete(memory_id, app=app)
+        except NotFound:
+            return f"No memory {memory_id!r} to forget."
+        return f"Forgot {memory_id}."
+
+    return server
+
+
+class RequireKey:
+    """ASGI middleware: every HTTP request must carry a live key of ``app``."""
+
+    def __init__(self, inner: Callable[..., Any], keys: KeyStore, app: str):
+        self.inner, self.keys, self.app = inner, keys, app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            header = dict(scope.get("headers", [])).get(b"authorization", b"").decode("latin-1")
+            key = header[7:].strip() if header[:7].lower() == "bearer " else None
+            try:
+                self.keys.check(key, self.app)
+            except KeyRefused as exc:
+                from starlette.responses import JSONResponse
+
+                status = 403 if "does not grant" in str(exc) else 401
+                response = JSONResponse({"error": {"status": status, "code": "unauthorized", "message": str(exc)}}, status)
+                await response(scope, receive, send)
+                return
+        await self.inner(scope, receive, send)
+
+
+def http_app(memory: Memory, app: str, *, require_key: bool = True, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+    """The streamable HTTP ASGI app (mount point ``path``), behind the key check."""
+    server = build_mcp(memory, app)
+    inner = server.streamable_http_app(streamable_http_path=path, host=host)
+    return RequireKey(inner, KeyStore(memory.store), app) if require_key else inner  # type: ignore[arg-type]
