@@ -1,0 +1,116 @@
+"""``vestige bench``: run, verify and compare retrieval benchmarks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .configs import CONFIGS
+
+
+def _run_options(fn):
+    fn = click.option("--out", required=True, type=click.Path(file_okay=False),
+                      help="Folder for rows.jsonl, summary.json/.md, config.json and the plot.")(fn)
+    fn = click.option("--no-cache", is_flag=True, help="Embed without the persistent cache.")(fn)
+    fn = click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
+                      type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")(fn)
+    fn = click.option("--embedder", default="minilm", show_default=True,
+                      help="Embedding model: minilm (default), hash (tests only), st:NAME_OR_PATH.")(fn)
+    fn = click.option("--stride", type=int, help="Take every Nth haystack (a spread over a file sorted by type), before --limit.")(fn)
+    fn = click.option("--limit", type=int, help="Only the first N haystacks (LongMemEval questions, LoCoMo conversations).")(fn)
+    fn = click.option("--config", "config_name", default="default", show_default=True,
+                      help="Named configuration (see `vestige bench configs`); several, comma-separated, "
+                      "run one after the other in one process (sharing chunking) into OUT/NAME.")(fn)
+    fn = click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False),
+                      help="Benchmark file, .json or .json.gz.")(fn)
+    return fn
+
+
+def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
+         cache_path: str, no_cache: bool, out: str) -> None:
+    from .configs import get_config
+    from .runner import run_benchmark
+
+    names = [n.strip() for n in config_name.split(",") if n.strip()]
+    try:
+        configs = [get_config(n) for n in names]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
+    for config in configs:
+        target = Path(out) / config.name if len(configs) > 1 else Path(out)
+        summary = run_benchmark(dataset, data, config, target, limit=limit, stride=stride,
+                                embedder=embedder, cache_path=None if no_cache else cache_path)
+        for name, cells in summary["overall"].items():
+            click.echo(f"{config.name} {name:10} n={cells['n']:4} R_any@5={cells['r_any@5']} "
+                       f"R_any@10={cells['r_any@10']} R_all@10={cells['r_all@10']} "
+                       f"NDCG@10={cells['ndcg@10']} MRR={cells['mrr']}")
+        click.echo(f"wrote {target}")
+
+
+@click.group()
+def bench() -> None:
+    """Retrieval benchmarks (LongMemEval, LoCoMo): run, verify, compare. Deterministic, no LLM."""
+
+
+@bench.command()
+@_run_options
+def longmemeval(**kwargs) -> None:
+    """Index each question's haystack alone, ask the question, score the session ranking."""
+    _run("longmemeval", **kwargs)
+
+
+@bench.command()
+@_run_options
+def locomo(**kwargs) -> None:
+    """Index each conversation once, ask all its questions, score the session ranking."""
+    _run("locomo", **kwargs)
+
+
+@bench.command()
+def configs() -> None:
+    """List the named configurations."""
+    for name, config in CONFIGS.items():
+        click.echo(f"{name:20} {config.description}")
+
+
+@bench.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+def verify(paths: tuple[str, ...]) -> None:
+    """Recompute every summary cell from rows.jsonl; exit 1 on any mismatch."""
+    from .report import find_runs, verify_run
+
+    runs = find_runs([Path(p) for p in paths])
+    if not runs:
+        raise click.ClickException(f"no run (a folder with rows.jsonl) under {', '.join(paths)}")
+    bad = 0
+    for run in runs:
+        problems = verify_run(run)
+        if problems:
+            bad += 1
+            click.echo(f"FAIL {run}")
+            for p in problems[:20]:
+                click.echo(f"  {p}")
+        else:
+            click.echo(f"ok   {run}")
+    click.echo(f"{len(runs) - bad} of {len(runs)} runs verified")
+    if bad:
+        sys.exit(1)
+
+
+@bench.command()
+@click.argument("a", type=click.Path(exists=True, file_okay=False))
+@click.argument("b", type=click.Path(exists=True, file_okay=False))
+@click.option("--set", "set_name", help="Question set (all, no_abs, user_rule; LoCoMo: all, no_adv).")
+@click.option("--detail", default="r_any@5", show_default=True, help="Metric whose gained/lost questions are listed.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Also write the report to this file.")
+def compare(a: str, b: str, set_name: str | None, detail: str, out: str | None) -> None:
+    """Paired comparison of run B against run A: gained/lost questions, exact sign test."""
+    from .report import compare_runs
+
+    text = compare_runs(Path(a), Path(b), set_name, detail=detail)
+    click.echo(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text, encoding="utf-8")

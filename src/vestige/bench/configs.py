@@ -1,0 +1,79 @@
+"""Named benchmark configurations: the default and the ablations of the design notes.
+
+Every field is recorded in each run's ``config.json``. Literature defaults throughout: BM25
+k1 = 1.5, b = 0.75; RRF k = 60; each channel ranked 200 deep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from .. import lexical
+from ..fusion import RRF_K
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    name: str
+    description: str
+    view: str = "split"  # chunk view: all | user | both | split (see vestige.chunk)
+    doc: str = "chunks"  # chunks: window-sized chunks; session: one document per session
+    channel: str = "fused"  # fused (RRF) | dense (vectors only) | lexical (BM25 only)
+    aggregate: str = "max"  # session score from its chunks: max | mean3 (mean of the top 3)
+    extract: str = "none"  # none | alone (rule-based extract only) | fused (raw + extract, RRF)
+    extract_chars: int = 500
+    depth: int = 200
+    rrf_k: int = RRF_K
+    k1: float = lexical.K1
+    b: float = lexical.B
+    chunks_asked: int = 400  # chunk hits asked of Memory.search (both channels' depth)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_DEFAULT = BenchConfig(
+    "default",
+    "view split: every turn in BM25, the user's turns in the dense channel; RRF; session = best chunk",
+)
+
+CONFIGS: dict[str, BenchConfig] = {
+    c.name: c
+    for c in [
+        _DEFAULT,
+        replace(_DEFAULT, name="vectors-only", channel="dense",
+                description="ablation 1: the dense channel alone (user-turn chunks), no BM25"),
+        replace(_DEFAULT, name="bm25-only", channel="lexical",
+                description="ablation 1: the BM25 channel alone (all-turn chunks), no vectors"),
+        replace(_DEFAULT, name="session-doc", doc="session",
+                description="ablation 2: one document per session: BM25 reads the whole session, "
+                "the vector reads the first 254-token window of its user turns; RRF"),
+        replace(_DEFAULT, name="session-doc-vectors", doc="session", channel="dense",
+                description="ablation 2: one vector per session (first 254-token window of the "
+                "user turns), no BM25: what a 256-token embedder reads of a session"),
+        replace(_DEFAULT, name="user", view="user",
+                description="ablation 3: user turns only, in both channels; RRF"),
+        replace(_DEFAULT, name="all", view="all",
+                description="ablation 3: all turns, in both channels; RRF"),
+        replace(_DEFAULT, name="both", view="both",
+                description="ablation 3: all-turn chunks and user-turn chunks, each in both channels; RRF"),
+        replace(_DEFAULT, name="all-vectors", view="all", channel="dense",
+                description="ablation 3: all-turn chunks, dense channel alone"),
+        replace(_DEFAULT, name="mean3", aggregate="mean3",
+                description="ablation 4: default, session score = mean of its top-3 chunk scores"),
+        replace(_DEFAULT, name="extract-only", extract="alone",
+                description="ablation 5: each session condensed by rules to ~500 characters of "
+                "key facts, indexed alone (one document per session, both channels)"),
+        replace(_DEFAULT, name="extract-fused", extract="fused",
+                description="ablation 5: default session ranking fused by RRF with the ranking "
+                "of the rule-based extracts"),
+    ]
+}
+
+
+def get_config(name: str) -> BenchConfig:
+    try:
+        return CONFIGS[name]
+    except KeyError:
+        raise ValueError(f"unknown bench config {name!r}; use one of {', '.join(CONFIGS)}") from None

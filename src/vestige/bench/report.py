@@ -1,0 +1,199 @@
+"""Writing a run, re-deriving it (``verify``) and comparing two runs (``compare``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .metrics import KS, render_markdown, summarise
+
+PLOT = "recall_by_type.png"
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def read_rows(run: Path) -> list[dict[str, Any]]:
+    with open(run / "rows.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_run(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "rows.jsonl", "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    (out / "config.json").write_text(_dump(meta), encoding="utf-8")
+    summary = summarise(rows, meta["dataset"], meta["config_name"])
+    (out / "summary.json").write_text(_dump(summary), encoding="utf-8")
+    (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
+    plot(summary, out / PLOT)
+    return summary
+
+
+def plot(summary: dict[str, Any], path: Path) -> None:
+    """recall_any@k by question type (the set without abstention/adversarial questions)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    set_name = "no_abs" if "no_abs" in summary["by_type"] else "no_adv"
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for label, cells in [("overall", summary["overall"][set_name]), *summary["by_type"][set_name].items()]:
+        ks = [k for k in KS if cells.get(f"r_any@{k}") is not None]
+        if not ks:
+            continue
+        ax.plot(ks, [cells[f"r_any@{k}"] for k in ks], marker="o",
+                linewidth=2.5 if label == "overall" else 1.2,
+                color="black" if label == "overall" else None, label=f"{label} (n={cells['n']})")
+    ax.set_xticks(list(KS))
+    ax.set_xlabel("k (sessions)")
+    ax.set_ylabel("recall_any@k")
+    ax.set_title(f"{summary['dataset']} · {summary['config']} · set {set_name}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+# -- verify ----------------------------------------------------------------------------------
+
+
+def _diff(stored: Any, fresh: Any, where: str, out: list[str]) -> None:
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        for key in sorted(set(stored) | set(fresh)):
+            if key not in stored:
+                out.append(f"{where}.{key}: missing from the summary")
+            elif key not in fresh:
+                out.append(f"{where}.{key}: not derivable from the rows")
+            else:
+                _diff(stored[key], fresh[key], f"{where}.{key}", out)
+    elif isinstance(stored, float) or isinstance(fresh, float):
+        ok = isinstance(stored, (int, float)) and isinstance(fresh, (int, float)) and math.isclose(
+            stored, fresh, rel_tol=0, abs_tol=1e-9)
+        if not ok:
+            out.append(f"{where}: summary says {stored!r}, rows give {fresh!r}")
+    elif stored != fresh:
+        out.append(f"{where}: summary says {stored!r}, rows give {fresh!r}")
+
+
+def verify_run(run: Path) -> list[str]:
+    """Every discrepancy between a run's summary files and what its rows give (empty: all good)."""
+    problems: list[str] = []
+    for name in ("rows.jsonl", "config.json", "summary.json", "summary.md"):
+        if not (run / name).exists():
+            problems.append(f"{run}/{name}: missing")
+    if problems:
+        return problems
+    meta = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    rows = read_rows(run)
+    for i, row in enumerate(rows, start=1):
+        if row.get("config") != meta["config_name"]:
+            problems.append(f"{run}/rows.jsonl row {i}: config {row.get('config')!r}, run is {meta['config_name']!r}")
+    fresh = summarise(rows, meta["dataset"], meta["config_name"])
+    stored = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    _diff(stored, fresh, f"{run}/summary.json", problems)
+    md = (run / "summary.md").read_text(encoding="utf-8")
+    expected = render_markdown(fresh, meta)
+    if md != expected:
+        old, new = md.splitlines(), expected.splitlines()
+        for n, (a, b) in enumerate(zip(old, new), start=1):
+            if a != b:
+                problems.append(f"{run}/summary.md line {n}: {a!r}, rows give {b!r}")
+                break
+        else:
+            problems.append(f"{run}/summary.md: {len(old)} lines, rows give {len(new)}")
+    if not (run / PLOT).exists():
+        problems.append(f"{run}/{PLOT}: missing")
+    return problems
+
+
+def find_runs(paths: list[Path]) -> list[Path]:
+    """Run folders (holding rows.jsonl) at or under the given paths."""
+    runs: list[Path] = []
+    for p in paths:
+        if (p / "rows.jsonl").exists():
+            runs.append(p)
+        elif p.is_dir():
+            runs += sorted(q.parent for q in p.rglob("rows.jsonl"))
+    return runs
+
+
+# -- compare ----------------------------------------------------------------------------------
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test (= exact McNemar on the discordant pairs); ties dropped."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(0, min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], metric: str, set_name: str,
+           dataset: str) -> dict[str, Any]:
+    from .metrics import _members
+
+    def values(rows: list[dict[str, Any]]) -> dict[str, float]:
+        members, key = _members(rows, dataset)[set_name]
+        return {r["id"]: r[key][metric] for r in members if r[key][metric] is not None}
+
+    a, b = values(rows_a), values(rows_b)
+    common = sorted(set(a) & set(b))
+    gained = [q for q in common if b[q] > a[q]]
+    lost = [q for q in common if b[q] < a[q]]
+    mean = lambda v: sum(v) / len(v) if v else float("nan")  # noqa: E731
+    return {
+        "metric": metric,
+        "n": len(common),
+        "a": mean([a[q] for q in common]),
+        "b": mean([b[q] for q in common]),
+        "gained": gained,
+        "lost": lost,
+        "p": sign_test(len(gained), len(lost)),
+    }
+
+
+COMPARE_METRICS = ("r_any@1", "r_any@3", "r_any@5", "r_any@10", "r_all@5", "r_all@10", "ndcg@10", "mrr")
+
+
+def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[str, ...] = COMPARE_METRICS,
+                 detail: str = "r_any@5") -> str:
+    """A markdown report of B against A, paired on the questions both answered."""
+    meta_a = json.loads((a / "config.json").read_text(encoding="utf-8"))
+    meta_b = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    dataset = meta_a["dataset"]
+    if meta_b["dataset"] != dataset:
+        raise ValueError(f"{a} is {dataset}, {b} is {meta_b['dataset']}: nothing to pair")
+    set_name = set_name or ("no_abs" if dataset == "longmemeval" else "no_adv")
+    rows_a, rows_b = read_rows(a), read_rows(b)
+    lines = [
+        f"## {meta_b['config_name']} vs {meta_a['config_name']} ({dataset}, set `{set_name}`)",
+        "",
+        f"A = `{a}`, B = `{b}`. Paired on the questions both runs scored; gained = better in B, "
+        "lost = worse in B; p = exact two-sided sign test on the questions that differ "
+        "(for 0/1 metrics this is the exact McNemar test).",
+        "",
+        "| metric | n | A | B | B - A | gained | lost | p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    results = {}
+    for metric in metrics:
+        r = paired(rows_a, rows_b, metric, set_name, dataset)
+        results[metric] = r
+        lines.append(f"| {metric} | {r['n']} | {r['a']:.4f} | {r['b']:.4f} | {r['b'] - r['a']:+.4f} | "
+                     f"+{len(r['gained'])} | -{len(r['lost'])} | {r['p']:.3g} |")
+    d = results.get(detail) or paired(rows_a, rows_b, detail, set_name, dataset)
+    types = {r["id"]: r["type"] for r in rows_b}
+    lines += ["", f"{detail}: gained {len(d['gained'])}, lost {len(d['lost'])}."]
+    if d["gained"]:
+        lines.append("- gained: " + ", ".join(f"{q} ({types.get(q, '?')})" for q in d["gained"]))
+    if d["lost"]:
+        lines.append("- lost: " + ", ".join(f"{q} ({types.get(q, '?')})" for q in d["lost"]))
+    return "\n".join(lines) + "\n"

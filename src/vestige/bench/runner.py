@@ -1,0 +1,463 @@
+"""The benchmark runner: index each haystack with ``Memory``, ask its questions, write one row each.
+
+Each haystack gets a fresh in-memory ``Memory`` that shares one persistent ``EmbeddingCache``.
+Before any question is asked, every distinct text the run will embed is collected and the ones
+the cache lacks are embedded in one pass (progress bar with an ETA); the questions then read
+their vectors from the cache. Chunk hits (k well beyond 10) are turned into a session ranking:
+a session scores its best chunk ("max": the order in which sessions first appear in the chunk
+ranking) or the mean of its top-3 chunk scores ("mean3": RRF scores when fused, cosines when
+vectors only, BM25 scores when BM25 only; a session with fewer than 3 chunks in that channel is
+averaged over the chunks it has). Sessions that no retrieved chunk reaches are ranked last, in
+haystack order, and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import resource
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..chunk import chunk_session
+from ..embed import Embedder, get_embedder
+from ..embed.cache import EmbeddingCache, text_key
+from ..fusion import rrf
+from ..memory import Memory
+from ..types import Chunk, Hit, Message
+from ..validate import check_session
+from .configs import BenchConfig
+from .data import Haystack, Question, load_locomo, load_longmemeval
+from .extract import condense
+from .metrics import first_rank, session_metrics
+
+APP = "bench"
+DEFAULT_CACHE = Path("benchmarks/.cache/embeddings.sqlite")
+
+
+class BenchMemory(Memory):
+    """A ``Memory`` whose chunker is given: memoised, or one of the ablations' documents."""
+
+    def __init__(self, *args: Any, chunker: Callable[[Sequence[Message]], list[Chunk]], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._chunker = chunker
+
+    def chunk(self, messages: Sequence[Message]) -> list[Chunk]:
+        return self._chunker(messages)
+
+
+class Chunker:
+    """Chunks of a session for a config, computed once per distinct session."""
+
+    def __init__(self, embedder: Embedder, view: str, doc: str):
+        if doc not in ("chunks", "session"):
+            raise ValueError(f"unknown doc mode {doc!r}; use chunks or session")
+        if doc == "session" and view == "both":
+            raise ValueError("one document per session is defined for views all, user and split")
+        self.embedder, self.view, self.doc = embedder, view, doc
+        self._memo: dict[tuple[Message, ...], list[Chunk]] = {}
+
+    def __call__(self, messages: Sequence[Message]) -> list[Chunk]:
+        key = tuple(messages)
+        if key not in self._memo:
+            self._memo[key] = self._make(messages)
+        return self._memo[key]
+
+    def _make(self, messages: Sequence[Message]) -> list[Chunk]:
+        if self.doc == "chunks":
+            return chunk_session(messages, self.embedder, self.view)
+        return self._session_doc(messages)
+
+    def _session_doc(self, messages: Sequence[Message]) -> list[Chunk]:
+        """One lexical document (the whole session under the view) and one vector of the first
+        window of the turns the dense channel reads (user turns for views user and split)."""
+        user = [i for i, m in enumerate(messages) if m.role == "user"]
+        lexical_turns = user if self.view == "user" else list(range(len(messages)))
+        dense_turns = user if self.view in ("user", "split") else list(range(len(messages)))
+        chunks: list[Chunk] = []
+        if lexical_turns:
+            text = "\n".join(messages[i].content for i in lexical_turns)
+            chunks.append(Chunk(text, 0, tuple(dict.fromkeys(messages[i].role for i in lexical_turns)),
+                                lexical_turns[0], lexical_turns[-1], "user" if self.view == "user" else "all",
+                                0, dense=False, lexical=True))
+        if dense_turns:
+            parts, starts, pos = [], [], 0
+            for i in dense_turns:
+                starts.append(pos)
+                parts.append(messages[i].content)
+                pos += len(messages[i].content) + 1
+            full = "\n".join(parts)
+            spans = self.embedder.token_spans(full)
+            window = self.embedder.window
+            cut = spans[window - 1][1] if len(spans) > window else len(full)
+            covered = [i for i, s in zip(dense_turns, starts) if s < cut] or dense_turns[:1]
+            chunks.append(Chunk(full[:cut], len(chunks), tuple(dict.fromkeys(messages[i].role for i in covered)),
+                                covered[0], covered[-1], "user" if self.view in ("user", "split") else "all",
+                                min(len(spans), window), dense=True, lexical=False))
+        return chunks
+
+
+_CHUNKERS: dict[tuple[str, str, str], Chunker] = {}
+
+
+def shared_chunker(embedder: Embedder, view: str, doc: str) -> Chunker:
+    """One chunker (and its memo) per process for each (model, view, doc): configs share it."""
+    key = (embedder.model_id, view, doc)
+    if key not in _CHUNKERS:
+        _CHUNKERS[key] = Chunker(embedder, view, doc)
+    return _CHUNKERS[key]
+
+
+class ExtractChunker:
+    """One document per session: its rule-based extract, in both channels."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._memo: dict[tuple[Message, ...], list[Chunk]] = {}
+
+    def __call__(self, messages: Sequence[Message]) -> list[Chunk]:
+        key = tuple(messages)
+        if key not in self._memo:
+            text = condense(messages, self.limit)
+            # The extract covers no particular turn: turn-level ranks come from the raw index.
+            self._memo[key] = [Chunk(text, 0, ("user",), 0, -1, "extract", 0)]
+        return self._memo[key]
+
+
+@dataclass
+class Prepared:
+    session_id: str
+    date: str | None
+    messages: list[Message]
+
+
+def _sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def code_version() -> str:
+    """git describe of the checkout the package runs from, else the package version."""
+    root = Path(__file__).resolve().parents[3]
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=root, capture_output=True, text=True, timeout=10,
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            return f"git:{out.stdout.strip()}"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    from importlib.metadata import version
+
+    return f"vestige {version('vestige')}"
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def _cached_keys(cache_path: Path, keys: list[bytes]) -> set[bytes]:
+    """Which keys the cache file already holds (read-only look-up, no embedding)."""
+    if not cache_path.exists():
+        return set()
+    conn = sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True)
+    try:
+        found: set[bytes] = set()
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in conn.execute(f"SELECT key FROM vectors WHERE key IN ({marks})", part))
+        return found
+    finally:
+        conn.close()
+
+
+class Runner:
+    def __init__(
+        self,
+        config: BenchConfig,
+        embedder: str | Embedder = "minilm",
+        cache_path: str | Path | None = DEFAULT_CACHE,
+        progress: bool = True,
+    ):
+        self.config = config
+        self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        self.cache_path = Path(cache_path) if cache_path else None
+        self.cache = EmbeddingCache(self.cache_path) if self.cache_path else None
+        self.progress = progress
+        self.raw = shared_chunker(self.embedder, config.view, config.doc) if config.extract != "alone" else None
+        self.extract = ExtractChunker(config.extract_chars) if config.extract != "none" else None
+        self.embedded: dict[str, float] = {"texts": 0, "tokens": 0, "seconds": 0.0}
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- preparation: every distinct text embedded once, before any question ------------------
+
+    def _prepare(self, haystacks: list[Haystack]) -> dict[str, list[Prepared]]:
+        prepared: dict[str, list[Prepared]] = {}
+        for hay in haystacks:
+            items = []
+            for i, s in enumerate(hay.sessions):
+                sid, date, messages, _, _ = check_session(s, f"{hay.unit} session #{i}")
+                items.append(Prepared(sid, date, messages))
+            prepared[hay.unit] = items
+        return prepared
+
+    def _embed_missing(self, prepared: dict[str, list[Prepared]]) -> None:
+        from tqdm import tqdm
+
+        texts: dict[str, int] = {}
+        seen: set[tuple[Message, ...]] = set()
+        sessions = [p for items in prepared.values() for p in items]
+        for p in tqdm(sessions, desc="chunk sessions", unit="session", disable=not self.progress):
+            key = tuple(p.messages)
+            if key in seen:
+                continue
+            seen.add(key)
+            for chunker in (self.raw, self.extract):
+                if chunker is None:
+                    continue
+                for c in chunker(p.messages):
+                    if c.dense and c.text not in texts:
+                        texts[c.text] = c.n_tokens
+        if self.cache is None or self.cache_path is None:
+            return
+        keys = {text_key(self.embedder.model_id, t): t for t in texts}
+        have = _cached_keys(self.cache_path, list(keys))
+        missing = sorted((t for k, t in keys.items() if k not in have), key=len)
+        if not missing:
+            return
+        tokens = [texts[t] or self.embedder.count_tokens(t) for t in missing]
+        start = time.perf_counter()
+        with tqdm(total=sum(tokens), desc=f"embed {len(missing)} new texts", unit="tok",
+                  unit_scale=True, disable=not self.progress) as bar:
+            for b in range(0, len(missing), 256):
+                self.cache.embed_int8(self.embedder, missing[b : b + 256])
+                bar.update(sum(tokens[b : b + 256]))
+        self.embedded = {"texts": len(missing), "tokens": sum(tokens),
+                         "seconds": round(time.perf_counter() - start, 1)}
+
+    # -- one haystack ----------------------------------------------------------------------
+
+    def _memory(self, chunker: Callable[[Sequence[Message]], list[Chunk]], dense_only: bool) -> BenchMemory:
+        c = self.config
+        return BenchMemory(
+            ":memory:", embedder=self.embedder, view=c.view if c.view else "all", embed_cache=self.cache,
+            depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=not dense_only, chunker=chunker,
+        )
+
+    def _index(self, items: list[Prepared]) -> dict[str, BenchMemory]:
+        from ..validate import SessionInput
+
+        inputs = [SessionInput([m.__dict__ for m in p.messages], p.session_id, p.date, {}) for p in items]
+        memories: dict[str, BenchMemory] = {}
+        if self.raw is not None:
+            memories["raw"] = self._memory(self.raw, self.config.channel == "dense")
+            memories["raw"].add_sessions(inputs, app=APP)
+        if self.extract is not None:
+            memories["extract"] = self._memory(self.extract, False)
+            memories["extract"].add_sessions(inputs, app=APP)
+        return memories
+
+    def _channel_hits(self, memory: BenchMemory, query: str) -> list[Hit]:
+        hits = list(memory.search(query, app=APP, k=self.config.chunks_asked))
+        if self.config.channel == "lexical":
+            hits = sorted((h for h in hits if h.ranks.get("lexical")), key=lambda h: h.ranks["lexical"])
+            for h in hits:
+                h.score = h.scores["lexical"]
+        return hits
+
+    def _session_order(self, hits: list[Hit], n_chunks: dict[str, int]) -> list[str]:
+        first: dict[str, int] = {}
+        scores: dict[str, list[float]] = {}
+        for i, h in enumerate(hits):
+            first.setdefault(h.session_id, i)
+            scores.setdefault(h.session_id, []).append(h.score)
+        if self.config.aggregate == "max":
+            return sorted(first, key=first.__getitem__)
+        if self.config.aggregate != "mean3":
+            raise ValueError(f"unknown aggregate {self.config.aggregate!r}; use max or mean3")
+        mean3 = {
+            sid: sum(sorted(v, reverse=True)[:3]) / max(1, min(3, n_chunks.get(sid, len(v))))
+            for sid, v in scores.items()
+        }
+        return sorted(first, key=lambda s: (-mean3[s], first[s]))
+
+    def _n_chunks(self, chunker: Callable[[Sequence[Message]], list[Chunk]], items: list[Prepared]) -> dict[str, int]:
+        channel = self.config.channel
+        out = {}
+        for p in items:
+            chunks = chunker(p.messages)
+            if channel == "dense":
+                out[p.session_id] = sum(c.dense for c in chunks)
+            elif channel == "lexical":
+                out[p.session_id] = sum(c.lexical for c in chunks)
+            else:
+                out[p.session_id] = len(chunks)
+        return out
+
+    def _turns(self, memory: BenchMemory, hits: list[Hit], roles: dict[str, list[str]]) -> list[tuple[str, int]]:
+        rows = memory.store.fetch_chunks(APP, [h.chunk_id for h in hits])
+        seen: set[tuple[str, int]] = set()
+        out: list[tuple[str, int]] = []
+        for h in hits:
+            row = rows[h.chunk_id]
+            for t in range(row.first_turn, row.last_turn + 1):
+                if row.view == "user" and roles[row.session_id][t] != "user":
+                    continue
+                if (row.session_id, t) not in seen:
+                    seen.add((row.session_id, t))
+                    out.append((row.session_id, t))
+        return out
+
+    def ask(self, memories: dict[str, BenchMemory], items: list[Prepared], question: Question,
+            n_chunks: dict[str, dict[str, int]]) -> tuple[list[str], list[tuple[str, int]], int | None]:
+        """(session ranking, ranked turns, rank of the first chunk holding an evidence turn)."""
+        rankings: dict[str, list[str]] = {}
+        turns: list[tuple[str, int]] = []
+        chunk_rank = None
+        roles = {p.session_id: [m.role for m in p.messages] for p in items}
+        for name, memory in memories.items():
+            hits = self._channel_hits(memory, question.text)
+            rankings[name] = self._session_order(hits, n_chunks[name])
+            if name == "raw":
+                turns = self._turns(memory, hits, roles)
+                rows = memory.store.fetch_chunks(APP, [h.chunk_id for h in hits])
+                for i, h in enumerate(hits, start=1):
+                    row = rows[h.chunk_id]
+                    if any(row.first_turn <= t <= row.last_turn for t in question.evidence_turns.get(row.session_id, ())):
+                        chunk_rank = i
+                        break
+        if len(rankings) == 2:
+            ids = {sid: i for i, sid in enumerate(p.session_id for p in items)}
+            back = {i: sid for sid, i in ids.items()}
+            fused = rrf({n: [ids[s] for s in r] for n, r in rankings.items()}, self.config.rrf_k)
+            ranked = [back[i] for i, _, _ in fused]
+        else:
+            ranked = next(iter(rankings.values()))
+        return ranked, turns, chunk_rank
+
+    # -- a whole run -----------------------------------------------------------------------
+
+    def run(self, haystacks: list[Haystack], dataset: str) -> list[dict[str, Any]]:
+        from tqdm import tqdm
+
+        prepared = self._prepare(haystacks)
+        self._embed_missing(prepared)
+        rows: list[dict[str, Any]] = []
+        total = sum(len(h.questions) for h in haystacks)
+        with tqdm(total=total, desc=f"{dataset} {self.config.name}", unit="q", disable=not self.progress) as bar:
+            for hay in haystacks:
+                items = prepared[hay.unit]
+                t0 = time.perf_counter()
+                memories = self._index(items)
+                index_ms = (time.perf_counter() - t0) * 1000
+                n_chunks = {"raw": self._n_chunks(self.raw, items) if self.raw else {},
+                            "extract": {p.session_id: 1 for p in items}}
+                order = [p.session_id for p in items]
+                for q in hay.questions:
+                    t1 = time.perf_counter()
+                    ranked, turns, chunk_rank = self.ask(memories, items, q, n_chunks)
+                    query_ms = (time.perf_counter() - t1) * 1000
+                    reached = set(ranked)
+                    unranked = [s for s in order if s not in reached]
+                    ranked = ranked + unranked
+                    n = len(order)
+                    has_turns = any(q.evidence_turns.get(s) for s in q.gold)
+                    rows.append({
+                        "id": q.qid,
+                        "type": q.qtype,
+                        "unit": hay.unit,
+                        "config": self.config.name,
+                        "question": q.text,
+                        "abstention": q.abstention,
+                        "n_sessions": n,
+                        "ranked": ranked,
+                        "gold": q.gold,
+                        "gold_user": q.gold_user,
+                        "gold_dropped": q.gold_dropped,
+                        "metrics": session_metrics(ranked, q.gold, n),
+                        "metrics_user": session_metrics(ranked, q.gold_user, n) if q.gold_user else None,
+                        "turn": {
+                            "has_evidence_turns": has_turns,
+                            "first_evidence_turn_rank": first_rank(turns, q.evidence_turns) if has_turns else None,
+                            "first_evidence_chunk_rank": chunk_rank,
+                        },
+                        "unranked": len(unranked),
+                        "index_ms": round(index_ms, 2),
+                        "query_ms": round(query_ms, 2),
+                        "peak_rss_mb": round(_peak_rss_mb(), 1),
+                    })
+                    bar.update(1)
+                for memory in memories.values():
+                    memory.store.close()  # not memory.close(): the cache is shared
+        return rows
+
+
+LOADERS = {"longmemeval": load_longmemeval, "locomo": load_locomo}
+
+
+def run_benchmark(
+    dataset: str,
+    data: str | Path,
+    config: BenchConfig,
+    out: str | Path,
+    *,
+    limit: int | None = None,
+    stride: int | None = None,
+    embedder: str = "minilm",
+    cache_path: str | Path | None = DEFAULT_CACHE,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run one config on one file and write rows.jsonl, config.json, summary.json/.md and a plot."""
+    from .report import write_run
+
+    started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    t0 = time.perf_counter()
+    haystacks = LOADERS[dataset](str(data), limit, stride)
+    runner = Runner(config, embedder, cache_path, progress)
+    try:
+        rows = runner.run(haystacks, dataset)
+    finally:
+        runner.close()
+    import numpy
+    import onnxruntime
+
+    meta = {
+        "dataset": dataset,
+        "config_name": config.name,
+        "description": config.description,
+        "config": config.to_dict(),
+        "embedder": embedder,
+        "model_id": runner.embedder.model_id,
+        "dim": runner.embedder.dim,
+        "window_tokens": runner.embedder.window,
+        "data_file": str(data),
+        "data_sha256": _sha256(data),
+        "limit": limit,
+        "stride": stride,
+        "n_haystacks": len(haystacks),
+        "code_version": code_version(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "cache": str(cache_path) if cache_path else None,
+        "embedded_this_run": runner.embedded,
+        "started_at": started,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "command": " ".join(sys.argv),
+    }
+    return write_run(Path(out), rows, meta)
