@@ -13,7 +13,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -225,8 +225,11 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
     return JSONResponse({"error": {"status": status, "code": code, "message": message}}, status, headers=headers)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """Raised from inside the body stream; an HTTPException so FastAPI's body parser lets it through."""
+
+    def __init__(self, message: str):
+        super().__init__(413, message)
 
 
 class BodyLimit:
@@ -260,7 +263,7 @@ class BodyLimit:
             if event["type"] == "http.request":
                 received += len(event.get("body", b""))
                 if received > self.max_bytes:
-                    raise _TooLarge
+                    raise _TooLarge(message)
             return event
 
         async def tracking_send(event: dict) -> None:
@@ -271,7 +274,7 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
+        except _TooLarge:  # raised outside FastAPI's exception handling
             if not started:
                 await _error(413, "too_large", message)(scope, receive, send)
 
@@ -336,7 +339,7 @@ def create_app(
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "error")
         return _error(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
 
     @api.exception_handler(UnicodeError)

@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
 import click
 
-from ..cli import _fail_cleanly, _open, db_option, embedder_option
 from ..config import default_db_path
+from ..errors import VestigeError
+
+# Not imported from vestige.cli: that module imports this one while it loads (circular).
+DB_HELP = "Database file (default: $VESTIGE_DB, else ~/.local/share/vestige/memory.sqlite)."
+db_option = click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
+embedder_option = click.option(
+    "--embedder", default="minilm", show_default=True,
+    help="Embedding model: minilm (offline default), hash (tests only), st:NAME_OR_PATH.",
+)
+
+
+def _fail_cleanly(fn):
+    """Turn vestige's own errors into a one-line message and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except VestigeError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+def _open(db: str | None, embedder: str):
+    from ..cli import _open as open_memory
+
+    return open_memory(db, embedder)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
