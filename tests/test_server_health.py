@@ -1,0 +1,114 @@
+"""The health check fails when the embedder or the index is broken (both broken on purpose here)."""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+import subprocess
+
+import httpx
+import numpy as np
+import pytest
+from test_server_support import VESTIGE, ServerThread, vestige_env
+
+from vestige.health import check
+from vestige.memory import Memory
+from vestige.server.app import create_app
+
+
+def fill(db) -> Memory:
+    memory = Memory(db, embedder="hash")
+    memory.add_session([{"role": "user", "content": "My cat is called Admon and loves tuna."},
+                        {"role": "assistant", "content": "Admon is a fine name."}], app="me", session_id="s1")
+    memory.add_fact("The user moved to Lisbon in March.", app="me", fact_id="f1")
+    return memory
+
+
+def doctor(db) -> subprocess.CompletedProcess:
+    return subprocess.run([VESTIGE, "doctor", "--db", str(db), "--embedder", "hash"],
+                          env=vestige_env(), capture_output=True, text=True)
+
+
+def test_healthy(tmp_path):
+    memory = fill(tmp_path / "m.sqlite")
+    report = check(memory)
+    assert report.ok, report.lines
+    assert report.apps["me"]["dense"]["rank"] == 1 and report.apps["me"]["lexical"]["rank"] == 1
+    assert all("ms" in report.channels[c] for c in ("embed", "dense", "lexical"))
+    with ServerThread(create_app(memory)) as srv:
+        r = httpx.get(f"{srv.url}/health", timeout=30)
+        assert r.status_code == 200 and r.json()["ok"] is True
+    memory.close()
+    result = doctor(tmp_path / "m.sqlite")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "probe dense" in result.stdout and "app 'me'" in result.stdout
+
+
+@pytest.mark.parametrize("broken", ["constant", "nan", "raises", "random"])
+def test_broken_embedder_fails_health(tmp_path, broken):
+    memory = fill(tmp_path / "m.sqlite")
+    dim, rng = memory.embedder.dim, np.random.default_rng(0)
+
+    def embed_batch(texts):
+        if broken == "raises":
+            raise RuntimeError("model file is corrupt")
+        if broken == "nan":
+            return np.full((len(texts), dim), np.nan, np.float32)
+        if broken == "random":
+            return rng.standard_normal((len(texts), dim)).astype(np.float32)
+        return np.ones((len(texts), dim), np.float32)
+
+    memory.embedder = copy.copy(memory.embedder)  # the instance is shared: break a copy
+    memory.embedder.embed_batch = embed_batch  # break the embedder on purpose
+    report = check(memory)
+    assert not report.ok
+    assert any(line.startswith("FAIL") for line in report.lines)
+    with ServerThread(create_app(memory)) as srv:
+        r = httpx.get(f"{srv.url}/health", timeout=30)
+    assert r.status_code == 503 and r.json()["ok"] is False
+    memory.close()
+
+
+def test_corrupt_vectors_fail_health(tmp_path):
+    db = tmp_path / "m.sqlite"
+    fill(db).close()
+    with sqlite3.connect(db) as conn:  # overwrite every stored vector with noise
+        rows = conn.execute("SELECT id, length(vector) FROM chunks WHERE vector IS NOT NULL").fetchall()
+        rng = np.random.default_rng(1)
+        for chunk_id, n in rows:
+            conn.execute("UPDATE chunks SET vector = ? WHERE id = ?",
+                         (rng.integers(-127, 128, n, dtype=np.int8).tobytes(), chunk_id))
+    memory = Memory(db, embedder="hash")
+    report = check(memory)
+    assert not report.ok and not report.apps["me"]["dense"]["ok"]
+    assert report.apps["me"]["lexical"]["ok"]  # the other channel is still fine, and says so
+    memory.close()
+    result = doctor(db)
+    assert result.returncode == 1 and "FAIL" in result.stdout
+
+
+def test_lost_postings_fail_health_even_when_counters_look_right(tmp_path):
+    db = tmp_path / "m.sqlite"
+    fill(db).close()
+    with sqlite3.connect(db) as conn:  # the counters still match the chunks; the postings are gone
+        conn.execute("DELETE FROM lex_postings")
+    memory = Memory(db, embedder="hash")
+    assert memory.store.lexical_status("me") is None  # the cheap check sees nothing wrong
+    report = check(memory)
+    assert not report.ok and not report.apps["me"]["lexical"]["ok"]
+    with ServerThread(create_app(memory)) as srv:
+        r = httpx.get(f"{srv.url}/health", timeout=30)
+    assert r.status_code == 503 and r.json()["apps_failing"] == 1
+    memory.close()
+    assert doctor(db).returncode == 1
+
+
+def test_incomplete_lexical_index_fails_health(tmp_path):
+    db = tmp_path / "m.sqlite"
+    fill(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE lex_stats SET n_docs = n_docs - 1")
+    memory = Memory(db, embedder="hash")
+    report = check(memory)
+    assert not report.ok and "falls back to vectors" in report.apps["me"]["lexical"]["error"]
+    memory.close()
