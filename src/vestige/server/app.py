@@ -209,6 +209,7 @@ class StatsOut(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut, "description": text}
     for code, text in (
+        (400, "Malformed request (e.g. an invalid Content-Length)"),
         (401, "Missing, unknown or revoked API key"),
         (403, "The key belongs to another app"),
         (404, "Not found"),
@@ -339,6 +340,8 @@ def create_app(
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            return _error(422, "invalid_input", "the request body is not valid JSON in UTF-8")
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "error")
         return _error(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
 
