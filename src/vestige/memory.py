@@ -16,6 +16,7 @@ from .dates import normalise_date, now_iso
 from .embed import DEFAULT_EMBEDDER, Embedder, get_embedder, quantize
 from .embed.cache import EmbeddingCache
 from .errors import EmbedderMismatch, InvalidInput, NotFound, UnknownApp
+from .rerank import Reranker, get_reranker
 from .search import Results, SearchSettings, run_search
 from .store.base import FactRecord, IndexedChunk, SessionRecord, Store
 from .store.sqlite import SQLiteStore
@@ -61,6 +62,8 @@ class Memory:
         lexical_fusion: bool = True,
         index_lexical: bool = True,
         embed_cache: str | os.PathLike[str] | EmbeddingCache | None = None,
+        reranker: Reranker | str | None = None,
+        rerank_depth: int = 50,
     ):
         if view not in VIEWS:
             raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
@@ -68,7 +71,11 @@ class Memory:
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
         self.view = view
         self.chunk_tokens = chunk_tokens
-        self.settings = SearchSettings(depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion)
+        self.settings = SearchSettings(
+            depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth
+        )
+        # A second stage re-reads the top fused candidates (None: the fused order is final).
+        self.reranker = get_reranker(reranker) if isinstance(reranker, str) else reranker
         self.index_lexical = index_lexical
         self.cache = EmbeddingCache(embed_cache) if isinstance(embed_cache, (str, os.PathLike)) else embed_cache
         self._check_embedder()
@@ -204,8 +211,13 @@ class Memory:
         app: str = DEFAULT_APP,
         k: int = 32,
         previous: str | None = None,
+        rerank: bool = True,
     ) -> Results:
-        """The k most relevant chunks, best first, each explaining its rank in every channel."""
+        """The k most relevant chunks, best first, each explaining its rank in every channel.
+
+        ``previous``: the previous turn, for a follow-up question. ``rerank=False`` skips the
+        second stage (cheaper, e.g. when building context for every prompt).
+        """
         app = check_app(app)
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query is empty")
@@ -213,7 +225,8 @@ class Memory:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
         if app not in self.store.apps():
             raise UnknownApp(f"app {app!r} holds no memory in {getattr(self.store, 'path', 'this store')}")
-        return run_search(self.store, self.embedder, app, query, k, self.settings, previous)
+        reranker = self.reranker if rerank else None
+        return run_search(self.store, self.embedder, app, query, k, self.settings, previous, reranker)
 
     def context(self, query: str, *, app: str = DEFAULT_APP, budget_tokens: int = 1000, **options: Any):
         """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context)."""

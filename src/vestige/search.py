@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from . import lexical
 from .embed.base import Embedder
 from .fusion import RRF_K, rrf
+from .rerank.base import LazyReranker, Reranker
 from .store.base import LexicalUnavailable, Store
 from .types import Hit
 
@@ -21,6 +22,7 @@ class SearchSettings:
     k1: float = lexical.K1
     b: float = lexical.B
     lexical: bool = True  # False: the vector-only ranking, byte for byte
+    rerank_depth: int = 50  # the second stage re-reads this many fused candidates
 
 
 class Results(list):
@@ -39,6 +41,7 @@ def run_search(
     k: int,
     settings: SearchSettings,
     previous: str | None = None,
+    reranker: Reranker | None = None,
 ) -> Results:
     if k <= 0:
         return Results()
@@ -47,6 +50,8 @@ def run_search(
     texts = [query] if not previous else [query, f"{previous}\n{query}"]
     query_vectors = embedder.embed(texts)
     depth = max(settings.depth, k)
+    # The second stage may lift any of the top rerank_depth candidates into the budget.
+    pool = max(k, settings.rerank_depth) if reranker is not None else k
     dense = store.dense_search(app, query_vectors, depth)
     notes: list[str] = []
     lexical_ranking: list[tuple[int, float]] | None = None
@@ -61,11 +66,11 @@ def run_search(
             log.warning(note)
             notes.append(note)
     if lexical_ranking is None:
-        chosen = [(cid, score, {"dense": rank, "lexical": None}) for rank, (cid, score) in enumerate(dense[:k], 1)]
+        chosen = [(cid, score, {"dense": rank, "lexical": None}) for rank, (cid, score) in enumerate(dense[:pool], 1)]
         stage = "dense"
     else:
         fused = rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)
-        chosen = fused[:k]
+        chosen = fused[:pool]
         stage = "fused"
     dense_scores = dict(dense)
     lexical_scores = dict(lexical_ranking or [])
@@ -89,4 +94,9 @@ def run_search(
                 app=app,
             )
         )
-    return Results(hits, notes)
+    if reranker is not None and hits:
+        head = reranker.rerank(query, hits[: settings.rerank_depth])
+        hits = head + hits[settings.rerank_depth :]
+        if isinstance(reranker, LazyReranker) and reranker.error:
+            notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")
+    return Results(hits[:k], notes)

@@ -1,0 +1,147 @@
+"""Query analysis: the distinctive terms of a question and the time span it names.
+
+Both are small, explainable signals for the second stage. Neither is trusted on its own: they
+re-order candidates that the two channels already found.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .lexical import STOPWORDS, analyze
+
+# Words that open questions and sentences: capitalised there by grammar, not by being names.
+_SENTENCE_OPENERS = frozenset(
+    """what who whom whose which when where why how is are was were do does did can could
+    would should will shall may might have has had tell remind please i my in on at for from
+    the a an and but so if since after before during""".split()
+)
+_WORD = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+|^\s*|\n")
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    terms: list[str]  # every index term of the query
+    proper_nouns: list[str]  # index terms attested as names: capitalised, not sentence-initial
+    quoted: list[str]  # phrases the user put in quotes, verbatim
+
+
+def _sentence_starts(text: str) -> set[int]:
+    return {m.end() for m in _SENTENCE_BREAK.finditer(text)}
+
+
+def proper_nouns(text: str) -> list[str]:
+    """Capitalised words that do not open a sentence ("What shift was Admon..." -> ["admon"]).
+
+    A capital at the start of a sentence is grammar, not evidence of a name, so the opening
+    word only counts when it is capitalised beyond its first letter (an acronym: "NASA") or
+    recurs capitalised later in the text.
+    """
+    starts = _sentence_starts(text)
+    later_capitalised = set()
+    candidates: list[tuple[int, str]] = []
+    for m in _WORD.finditer(text):
+        word = m.group(0).strip("'’.-")
+        if not word or not word[0].isupper():
+            continue
+        candidates.append((m.start(), word))
+        if m.start() not in starts:
+            later_capitalised.add(word.casefold())
+    out: list[str] = []
+    for start, word in candidates:
+        folded = word.casefold()
+        opening = start in starts
+        acronym = len(word) > 1 and word.isupper()
+        if opening and not acronym and folded not in later_capitalised:
+            continue
+        if folded in _SENTENCE_OPENERS and not acronym:
+            continue
+        for term in analyze(word):
+            if term not in out:
+                out.append(term)
+    return out
+
+
+def analyze_query(text: str) -> QueryTerms:
+    quoted = [q.strip() for q in re.findall(r"[\"“”]([^\"“”]{2,})[\"“”]", text) if q.strip()]
+    return QueryTerms(terms=analyze(text), proper_nouns=proper_nouns(text), quoted=quoted)
+
+
+# -- time ------------------------------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2,
+    "few": 3, "several": 3,
+}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple of|few|several)"
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """A half-open interval [start, end) the question points at, and the words that named it."""
+
+    start: datetime
+    end: datetime
+    expression: str
+
+    def contains(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word]
+
+
+def _day(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def resolve_time(question: str, now: datetime) -> TimeSpan | None:
+    """The span a question names relative to ``now`` ("last Sunday", "in May", "two weeks ago",
+    "in the past three months", "yesterday"), or None when it names none.
+
+    "N units ago" is fuzzy in speech: the span is widened by a third of the distance each way.
+    """
+    text = question.lower()
+    today = _day(now)
+    m = re.search(rf"\b{_NUM} (day|week|month|year)s? ago\b", text)
+    if m:
+        days = _count(m.group(1)) * _UNIT_DAYS[m.group(2)]
+        slack = max(1, days // 3)
+        centre = today - timedelta(days=days)
+        return TimeSpan(centre - timedelta(days=slack), centre + timedelta(days=slack + 1), m.group(0))
+    m = re.search(rf"\b(?:in |over |during )?the (?:past|last) (?:{_NUM} )?(day|week|month|year)s?\b", text)
+    if m:
+        n = _count(m.group(1)) if m.group(1) else 1
+        days = n * _UNIT_DAYS[m.group(2)]
+        return TimeSpan(today - timedelta(days=days), today + timedelta(days=1), m.group(0))
+    m = re.search(r"\byesterday\b", text)
+    if m:
+        return TimeSpan(today - timedelta(days=1), today, m.group(0))
+    m = re.search(r"\blast (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", text)
+    if m:
+        back = (today.weekday() - _WEEKDAYS[m.group(1)]) % 7 or 7
+        day = today - timedelta(days=back)
+        return TimeSpan(day, day + timedelta(days=1), m.group(0))
+    m = re.search(r"\blast (week|month|year)\b", text)
+    if m:
+        days = _UNIT_DAYS[m.group(1)]
+        return TimeSpan(today - timedelta(days=2 * days), today, m.group(0))
+    month_names = "|".join(sorted((k for k in _MONTHS if len(k) > 3 or k == "may"), key=len, reverse=True))
+    m = re.search(rf"\b(?:in|during|back in|early|late|mid) ({month_names})\b(?: (\d{{4}}))?", text)
+    if m:
+        month = _MONTHS[m.group(1)]
+        year = int(m.group(2)) if m.group(2) else (today.year if month <= today.month else today.year - 1)
+        start = datetime(year, month, 1)
+        end = datetime(year + (month == 12), month % 12 + 1, 1)
+        return TimeSpan(start, end, m.group(0))
+    return None

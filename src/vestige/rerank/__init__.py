@@ -1,0 +1,27 @@
+"""Second-stage rerankers behind one interface; ``get_reranker`` resolves a spec string.
+
+Specs: ``none``; ``cross-encoder:PATH_OR_NAME`` (needs the ``[st]`` extra; loads lazily and
+falls back to the fused order if it cannot load).
+"""
+
+from __future__ import annotations
+
+from .base import LazyReranker, Reranker
+
+
+def get_reranker(spec: str | None) -> Reranker | None:
+    if spec in (None, "", "none"):
+        return None
+    if spec.startswith("cross-encoder:"):
+        model = spec.split(":", 1)[1]
+
+        def load() -> Reranker:
+            from .cross_encoder import CrossEncoderReranker
+
+            return CrossEncoderReranker(model)
+
+        return LazyReranker(load, name="cross-encoder")
+    raise ValueError(f"unknown reranker {spec!r}; use 'none' or 'cross-encoder:PATH_OR_NAME'")
+
+
+__all__ = ["Reranker", "LazyReranker", "get_reranker"]
