@@ -114,3 +114,24 @@ def compare(a: str, b: str, set_name: str | None, detail: str, out: str | None) 
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
+
+
+@bench.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--set", "set_name", help="Question set (default: no_abs for LongMemEval, no_adv for LoCoMo).")
+def table(paths: tuple[str, ...], set_name: str | None) -> None:
+    """One markdown row per run (read from its summary.json): the headline metrics side by side."""
+    import json
+
+    from .metrics import HEADLINE
+    from .report import find_runs
+
+    runs = find_runs([Path(p) for p in paths])
+    click.echo("| config | set | n | " + " | ".join(HEADLINE) + " | query p50 ms |")
+    click.echo("|---|---|---|" + "---|" * (len(HEADLINE) + 1))
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        name = set_name or ("no_abs" if summary["dataset"] == "longmemeval" else "no_adv")
+        cells = summary["overall"][name]
+        values = " | ".join("-" if cells[m] is None else f"{cells[m]:.4f}" for m in HEADLINE)
+        click.echo(f"| {summary['config']} | {name} | {cells['n']} | {values} | {summary['timing']['query_ms_p50']} |")

@@ -45,13 +45,13 @@ CONFIGS: dict[str, BenchConfig] = {
         replace(_DEFAULT, name="vectors-only", channel="dense",
                 description="ablation 1: the dense channel alone (user-turn chunks), no BM25"),
         replace(_DEFAULT, name="bm25-only", channel="lexical",
-                description="ablation 1: the BM25 channel alone (all-turn chunks), no vectors"),
+                description="ablation 1: the BM25 channel alone (all-turn chunks), no vectors (nothing embedded)"),
         replace(_DEFAULT, name="session-doc", doc="session",
-                description="ablation 2: one document per session: BM25 reads the whole session, "
-                "the vector reads the first 254-token window of its user turns; RRF"),
+                description="ablation 2: one document per session: BM25 reads the whole session, the "
+                "vector reads its first user chunk (the first 254-token window of its user turns); RRF"),
         replace(_DEFAULT, name="session-doc-vectors", doc="session", channel="dense",
-                description="ablation 2: one vector per session (first 254-token window of the "
-                "user turns), no BM25: what a 256-token embedder reads of a session"),
+                description="ablation 2: one vector per session (its first user chunk: the first 254-token "
+                "window of its user turns), no BM25: what a 256-token embedder reads of a session"),
         replace(_DEFAULT, name="user", view="user",
                 description="ablation 3: user turns only, in both channels; RRF"),
         replace(_DEFAULT, name="all", view="all",

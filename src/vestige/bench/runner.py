@@ -18,10 +18,9 @@ import platform
 import resource
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -53,15 +52,27 @@ class BenchMemory(Memory):
         return self._chunker(messages)
 
 
+_BASE: dict[tuple[str, str], dict[tuple[Message, ...], list[Chunk]]] = {}
+
+
+def base_chunks(embedder: Embedder, messages: Sequence[Message], view: str) -> list[Chunk]:
+    """chunk_session, computed once per process for each (model, view, session)."""
+    memo = _BASE.setdefault((embedder.model_id, view), {})
+    key = tuple(messages)
+    if key not in memo:
+        memo[key] = chunk_session(messages, embedder, view)
+    return memo[key]
+
+
 class Chunker:
     """Chunks of a session for a config, computed once per distinct session."""
 
-    def __init__(self, embedder: Embedder, view: str, doc: str):
+    def __init__(self, embedder: Embedder, view: str, doc: str, lexical_only: bool = False):
         if doc not in ("chunks", "session"):
             raise ValueError(f"unknown doc mode {doc!r}; use chunks or session")
         if doc == "session" and view == "both":
             raise ValueError("one document per session is defined for views all, user and split")
-        self.embedder, self.view, self.doc = embedder, view, doc
+        self.embedder, self.view, self.doc, self.lexical_only = embedder, view, doc, lexical_only
         self._memo: dict[tuple[Message, ...], list[Chunk]] = {}
 
     def __call__(self, messages: Sequence[Message]) -> list[Chunk]:
@@ -71,47 +82,40 @@ class Chunker:
         return self._memo[key]
 
     def _make(self, messages: Sequence[Message]) -> list[Chunk]:
-        if self.doc == "chunks":
-            return chunk_session(messages, self.embedder, self.view)
-        return self._session_doc(messages)
+        chunks = base_chunks(self.embedder, messages, self.view) if self.doc == "chunks" else self._session_doc(messages)
+        if self.lexical_only:  # BM25 alone: nothing to embed, the dense channel stays empty
+            chunks = [replace(c, dense=False) for c in chunks if c.lexical]
+        return chunks
 
     def _session_doc(self, messages: Sequence[Message]) -> list[Chunk]:
-        """One lexical document (the whole session under the view) and one vector of the first
-        window of the turns the dense channel reads (user turns for views user and split)."""
+        """One lexical document (the whole session under the view) and one vector: the session's
+        first dense chunk, i.e. what a 256-token embedder reads of it (whole turns up to the
+        254-token window; a longer first turn is cut at a paragraph, sentence or token boundary).
+        Views user and split: the user's turns; view all: every turn."""
         user = [i for i, m in enumerate(messages) if m.role == "user"]
         lexical_turns = user if self.view == "user" else list(range(len(messages)))
-        dense_turns = user if self.view in ("user", "split") else list(range(len(messages)))
         chunks: list[Chunk] = []
         if lexical_turns:
             text = "\n".join(messages[i].content for i in lexical_turns)
             chunks.append(Chunk(text, 0, tuple(dict.fromkeys(messages[i].role for i in lexical_turns)),
                                 lexical_turns[0], lexical_turns[-1], "user" if self.view == "user" else "all",
                                 0, dense=False, lexical=True))
-        if dense_turns:
-            parts, starts, pos = [], [], 0
-            for i in dense_turns:
-                starts.append(pos)
-                parts.append(messages[i].content)
-                pos += len(messages[i].content) + 1
-            full = "\n".join(parts)
-            spans = self.embedder.token_spans(full)
-            window = self.embedder.window
-            cut = spans[window - 1][1] if len(spans) > window else len(full)
-            covered = [i for i, s in zip(dense_turns, starts) if s < cut] or dense_turns[:1]
-            chunks.append(Chunk(full[:cut], len(chunks), tuple(dict.fromkeys(messages[i].role for i in covered)),
-                                covered[0], covered[-1], "user" if self.view in ("user", "split") else "all",
-                                min(len(spans), window), dense=True, lexical=False))
+        dense = [c for c in base_chunks(self.embedder, messages, "split" if self.view != "all" else "all") if c.dense]
+        if dense:
+            first = dense[0]
+            chunks.append(Chunk(first.text, len(chunks), first.roles, first.first_turn, first.last_turn,
+                                first.view, first.n_tokens, dense=True, lexical=False))
         return chunks
 
 
-_CHUNKERS: dict[tuple[str, str, str], Chunker] = {}
+_CHUNKERS: dict[tuple[str, str, str, bool], Chunker] = {}
 
 
-def shared_chunker(embedder: Embedder, view: str, doc: str) -> Chunker:
+def shared_chunker(embedder: Embedder, view: str, doc: str, lexical_only: bool = False) -> Chunker:
     """One chunker (and its memo) per process for each (model, view, doc): configs share it."""
-    key = (embedder.model_id, view, doc)
+    key = (embedder.model_id, view, doc, lexical_only)
     if key not in _CHUNKERS:
-        _CHUNKERS[key] = Chunker(embedder, view, doc)
+        _CHUNKERS[key] = Chunker(embedder, view, doc, lexical_only)
     return _CHUNKERS[key]
 
 
@@ -196,7 +200,7 @@ class Runner:
         self.cache_path = Path(cache_path) if cache_path else None
         self.cache = EmbeddingCache(self.cache_path) if self.cache_path else None
         self.progress = progress
-        self.raw = shared_chunker(self.embedder, config.view, config.doc) if config.extract != "alone" else None
+        self.raw = shared_chunker(self.embedder, config.view, config.doc, config.channel == "lexical") if config.extract != "alone" else None
         self.extract = ExtractChunker(config.extract_chars) if config.extract != "none" else None
         self.embedded: dict[str, float] = {"texts": 0, "tokens": 0, "seconds": 0.0}
 
@@ -458,6 +462,10 @@ def run_benchmark(
         "embedded_this_run": runner.embedded,
         "started_at": started,
         "wall_s": round(time.perf_counter() - t0, 1),
-        "command": " ".join(sys.argv),
+        "command": " ".join(
+            ["vestige bench", dataset, "--data", str(data), "--config", config.name, "--out", str(out)]
+            + (["--limit", str(limit)] if limit else []) + (["--stride", str(stride)] if stride else [])
+            + (["--embedder", embedder] if embedder != "minilm" else [])
+        ),
     }
     return write_run(Path(out), rows, meta)
