@@ -98,6 +98,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX api_keys_app ON api_keys (app);
     """,
+    # 3: a covering index for the lexical channel's document lengths and indexed-chunk count,
+    # read without scanning the chunk rows (at 100k chunks: 261 -> 68 ms and 129 -> 12 ms).
+    """
+    CREATE INDEX chunks_lexical ON chunks (app_id, in_lexical, id, lex_len);
+    """,
 ]
 
 
