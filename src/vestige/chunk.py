@@ -57,9 +57,8 @@ def split_code_fences(text: str) -> list[tuple[str, bool]]:
     return [(s, code) for s, code in segments if s.strip()]
 
 
-def _split_prose(text: str, embedder: Embedder) -> list[str]:
-    """Split prose that exceeds the window: paragraphs, then sentences, then token windows."""
-    limit = embedder.window
+def _split_prose(text: str, embedder: Embedder, limit: int) -> list[str]:
+    """Split prose that exceeds the limit: paragraphs, then sentences, then token windows."""
     out: list[str] = []
     for paragraph in re.split(r"\n\s*\n", text):
         if not paragraph.strip():
@@ -73,20 +72,20 @@ def _split_prose(text: str, embedder: Embedder) -> list[str]:
             if embedder.count_tokens(sentence) <= limit:
                 out.append(sentence.strip())
             else:
-                out.extend(piece.strip() for piece, _ in embedder.pieces(sentence))
+                out.extend(piece.strip() for piece, _ in embedder.pieces(sentence, limit))
     return out
 
 
-def _units(turn: int, message: Message, embedder: Embedder) -> list[_Unit]:
+def _units(turn: int, message: Message, embedder: Embedder, limit: int) -> list[_Unit]:
     n = embedder.count_tokens(message.content)
-    if n <= embedder.window:
+    if n <= limit:
         return [_Unit(message.content.strip(), n, turn, message.role)]
     units: list[_Unit] = []
     for segment, is_code in split_code_fences(message.content):
         if is_code:
             pieces = [segment.strip("\n")]
         else:
-            pieces = _split_prose(segment, embedder)
+            pieces = _split_prose(segment, embedder, limit)
         for piece in pieces:
             units.append(_Unit(piece, embedder.count_tokens(piece), turn, message.role))
     return units
@@ -143,7 +142,7 @@ def chunk_session(
         unit
         for turn, message in enumerate(messages)
         if message.content.strip()
-        for unit in _units(turn, message, embedder)
+        for unit in _units(turn, message, embedder, limit)
     ]
     chunks: list[Chunk] = []
     if view in ("all", "both", "split"):

@@ -80,11 +80,12 @@ def ingest(path: str, db: str | None, app: str, embedder: str, view: str, limit:
     from .memory import IngestReport
 
     fmt, sessions = sessions_from_file(path, limit)
-    memory = _open(db, embedder, view=view)
-    from .validate import check_session
+    from .validate import check_session, check_unique
 
-    for i, s in enumerate(sessions):  # validate everything before storing anything
-        check_session(s, f"{path} record {i + 1}")
+    # Validate everything before storing anything; ids must be unique across the whole file,
+    # not just within one batch.
+    check_unique((check_session(s, f"{path} record {i + 1}")[0] for i, s in enumerate(sessions)), f"{path}: session id")
+    memory = _open(db, embedder, view=view)
     start = time.perf_counter()
     report = IngestReport([], [], [], 0)
     with tqdm(total=len(sessions), unit="session", desc=f"ingest {fmt}", disable=None) as bar:

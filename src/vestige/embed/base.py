@@ -42,15 +42,26 @@ class Embedder(ABC):
     def count_tokens(self, text: str) -> int:
         return len(self.token_spans(text))
 
-    def pieces(self, text: str) -> list[tuple[str, int]]:
-        """Split a text into window-sized pieces at token boundaries: (piece, n_tokens)."""
+    def pieces(self, text: str, limit: int | None = None) -> list[tuple[str, int]]:
+        """Split a text into pieces of at most limit (default: the window) tokens at token
+        boundaries: (piece, n_tokens). A word cut between two sub-word tokens can re-tokenise
+        longer, so each piece is measured again and shortened until it fits."""
+        limit = limit or self.window
         spans = self.token_spans(text)
-        if len(spans) <= self.window:
+        if len(spans) <= limit:
             return [(text, max(len(spans), 1))]
         out = []
-        for start in range(0, len(spans), self.window):
-            part = spans[start : start + self.window]
-            out.append((text[part[0][0] : part[-1][1]], len(part)))
+        start = 0
+        while start < len(spans):
+            end = min(start + limit, len(spans))
+            while True:
+                piece = text[spans[start][0] : spans[end - 1][1]]
+                n = self.count_tokens(piece)
+                if n <= limit or end - start == 1:
+                    break
+                end -= 1
+            out.append((piece, n))
+            start = end
         return out
 
     def embed(

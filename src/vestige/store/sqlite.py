@@ -121,15 +121,16 @@ class SQLiteStore(Store):
         return row[0][0] if row else None
 
     def _ensure_app(self, cur: sqlite3.Cursor, app: str) -> int:
-        cur.execute(
+        created = cur.execute(
             "INSERT OR IGNORE INTO apps (name, created_at) VALUES (?, ?)", (app, now_iso())
-        )
+        ).rowcount == 1
         app_id = cur.execute("SELECT id FROM apps WHERE name = ?", (app,)).fetchone()[0]
-        cur.execute(
-            "INSERT OR IGNORE INTO lex_stats (app_id, version, n_docs, total_len) "
-            "VALUES (?, ?, 0, 0)",
-            (app_id, lexical.VERSION),
-        )
+        if created:  # an existing app without statistics stays untrusted until reindexed
+            cur.execute(
+                "INSERT OR IGNORE INTO lex_stats (app_id, version, n_docs, total_len) "
+                "VALUES (?, ?, 0, 0)",
+                (app_id, lexical.VERSION),
+            )
         return app_id
 
     @staticmethod

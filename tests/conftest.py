@@ -1,0 +1,119 @@
+"""Shared fixtures for the test suite: real SQLite files in tmp_path, real data from ../shared/data.
+
+The hash embedder (deterministic, no semantics) stands in for the model everywhere except the
+tests marked ``model``, which load the real default embedder.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vestige.embed import get_embedder
+from vestige.memory import Memory
+
+#: ../shared/data beside the project checkout (CI has the same copy there).
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+LOCOMO_PATH = DATA_DIR / "locomo_dev.json.gz"
+
+_locomo_cache: list[dict[str, Any]] | None = None
+
+
+def load_locomo() -> list[dict[str, Any]]:
+    """The LoCoMo dev conversations, or skip the test with the reason."""
+    global _locomo_cache
+    if _locomo_cache is None:
+        if not LOCOMO_PATH.exists():
+            pytest.skip(f"LoCoMo data not found at {LOCOMO_PATH} (expected ../shared/data beside the checkout)")
+        with gzip.open(LOCOMO_PATH, "rt", encoding="utf-8") as f:
+            _locomo_cache = json.load(f)
+    return _locomo_cache
+
+
+@pytest.fixture(scope="session")
+def locomo() -> list[dict[str, Any]]:
+    return load_locomo()
+
+
+@pytest.fixture(scope="session")
+def hash_embedder():
+    return get_embedder("hash")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.sqlite"
+
+
+@pytest.fixture
+def memory(db_path: Path):
+    """A fresh on-disk memory with the deterministic hash embedder."""
+    mem = Memory(db_path, embedder="hash")
+    yield mem
+    mem.close()
+
+
+# -- synthetic but deterministic conversation text --------------------------------------------
+
+WORDS = (
+    "garden river lantern violin harbor meadow copper falcon pepper orchard canyon marble "
+    "thunder willow saddle compass velvet ember glacier tulip cobalt anchor biscuit quiver "
+    "summit tavern juniper plaza ribbon hazel walnut prairie beacon cedar dune echo fable "
+    "grove ivory jasper kettle lilac mosaic nectar oasis pebble quartz raven sorrel timber "
+    "umber vessel wharf yarrow zephyr"
+).split()
+
+
+def sentence(rng: random.Random, n: int | None = None) -> str:
+    n = n or rng.randint(5, 14)
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def make_sessions(n: int, seed: int = 0, prefix: str = "s", turns: int = 4) -> list[dict[str, Any]]:
+    """n sessions of alternating user/assistant turns, as the API takes them."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        messages = [
+            {"role": "user" if t % 2 == 0 else "assistant", "content": " ".join(sentence(rng) for _ in range(rng.randint(1, 4)))}
+            for t in range(turns)
+        ]
+        out.append({"session_id": f"{prefix}{i}", "date": f"2024-03-{1 + i % 28:02d}T10:00:00", "messages": messages})
+    return out
+
+
+def add_all(mem: Memory, sessions: list[dict[str, Any]], app: str = "default") -> None:
+    from vestige.validate import SessionInput
+
+    mem.add_sessions([SessionInput(s["messages"], s["session_id"], s.get("date"), s.get("metadata", {})) for s in sessions], app=app)
+
+
+def db_dump(path: Path) -> list[str]:
+    """Every row of the database as SQL text: equal dumps mean an unchanged database."""
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def chunk_keys(mem: Memory, app: str) -> dict[int, tuple]:
+    """chunk id -> (session or fact id, view, position): stable names across databases."""
+    conn = sqlite3.connect(mem.store.path)
+    try:
+        rows = conn.execute(
+            "SELECT c.id, coalesce(s.external_id, 'fact:' || f.external_id), c.view, c.position "
+            "FROM chunks c JOIN apps a ON a.id = c.app_id "
+            "LEFT JOIN sessions s ON s.id = c.session_id LEFT JOIN facts f ON f.id = c.fact_id "
+            "WHERE a.name = ?",
+            (app,),
+        ).fetchall()
+    finally:
+        conn.close()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
