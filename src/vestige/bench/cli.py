@@ -13,6 +13,7 @@ from .configs import CONFIGS
 def _run_options(fn):
     fn = click.option("--out", required=True, type=click.Path(file_okay=False),
                       help="Folder for rows.jsonl, summary.json/.md, config.json and the plot.")(fn)
+    fn = click.option("--threads", type=int, help="ONNX Runtime threads for the default model (default: its own choice).")(fn)
     fn = click.option("--no-cache", is_flag=True, help="Embed without the persistent cache.")(fn)
     fn = click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
                       type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")(fn)
@@ -29,7 +30,7 @@ def _run_options(fn):
 
 
 def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
-         cache_path: str, no_cache: bool, out: str) -> None:
+         cache_path: str, no_cache: bool, threads: int | None, out: str) -> None:
     from .configs import get_config
     from .runner import run_benchmark
 
@@ -41,7 +42,7 @@ def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: i
     for config in configs:
         target = Path(out) / config.name if len(configs) > 1 else Path(out)
         summary = run_benchmark(dataset, data, config, target, limit=limit, stride=stride,
-                                embedder=embedder, cache_path=None if no_cache else cache_path)
+                                embedder=embedder, cache_path=None if no_cache else cache_path, threads=threads)
         for name, cells in summary["overall"].items():
             click.echo(f"{config.name} {name:10} n={cells['n']:4} R_any@5={cells['r_any@5']} "
                        f"R_any@10={cells['r_any@10']} R_all@10={cells['r_all@10']} "

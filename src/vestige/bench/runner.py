@@ -194,9 +194,15 @@ class Runner:
         embedder: str | Embedder = "minilm",
         cache_path: str | Path | None = DEFAULT_CACHE,
         progress: bool = True,
+        threads: int | None = None,
     ):
         self.config = config
-        self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        if embedder == "minilm" and threads:
+            from ..embed.onnx_minilm import MiniLMOnnxEmbedder
+
+            self.embedder: Embedder = MiniLMOnnxEmbedder(threads=threads)
+        else:
+            self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
         self.cache_path = Path(cache_path) if cache_path else None
         self.cache = EmbeddingCache(self.cache_path) if self.cache_path else None
         self.progress = progress
@@ -241,17 +247,26 @@ class Runner:
             return
         keys = {text_key(self.embedder.model_id, t): t for t in texts}
         have = _cached_keys(self.cache_path, list(keys))
-        missing = sorted((t for k, t in keys.items() if k not in have), key=len)
+        # Newest-first: another process filling the same cache in the run's natural order (a
+        # warm-up job, say) and this one meet in the middle; each batch is re-checked first.
+        missing = [t for k, t in reversed(keys.items()) if k not in have]
         if not missing:
             return
         tokens = [texts[t] or self.embedder.count_tokens(t) for t in missing]
         start = time.perf_counter()
+        done = 0
         with tqdm(total=sum(tokens), desc=f"embed {len(missing)} new texts", unit="tok",
                   unit_scale=True, disable=not self.progress) as bar:
-            for b in range(0, len(missing), 256):
-                self.cache.embed_int8(self.embedder, missing[b : b + 256])
-                bar.update(sum(tokens[b : b + 256]))
-        self.embedded = {"texts": len(missing), "tokens": sum(tokens),
+            for b in range(0, len(missing), 128):
+                batch = missing[b : b + 128]
+                keys_b = [text_key(self.embedder.model_id, t) for t in batch]
+                present = _cached_keys(self.cache_path, keys_b)
+                todo = [t for t, k in zip(batch, keys_b) if k not in present]
+                if todo:
+                    self.cache.embed_int8(self.embedder, todo)
+                    done += len(todo)
+                bar.update(sum(tokens[b : b + 128]))
+        self.embedded = {"texts": done, "tokens": sum(n for t, n in zip(missing, tokens)),
                          "seconds": round(time.perf_counter() - start, 1)}
 
     # -- one haystack ----------------------------------------------------------------------
@@ -425,6 +440,7 @@ def run_benchmark(
     embedder: str = "minilm",
     cache_path: str | Path | None = DEFAULT_CACHE,
     progress: bool = True,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """Run one config on one file and write rows.jsonl, config.json, summary.json/.md and a plot."""
     from .report import write_run
@@ -432,7 +448,7 @@ def run_benchmark(
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     t0 = time.perf_counter()
     haystacks = LOADERS[dataset](str(data), limit, stride)
-    runner = Runner(config, embedder, cache_path, progress)
+    runner = Runner(config, embedder, cache_path, progress, threads)
     try:
         rows = runner.run(haystacks, dataset)
     finally:
@@ -460,6 +476,7 @@ def run_benchmark(
         "onnxruntime": onnxruntime.__version__,
         "cache": str(cache_path) if cache_path else None,
         "embedded_this_run": runner.embedded,
+        "threads": threads,
         "started_at": started,
         "wall_s": round(time.perf_counter() - t0, 1),
         "command": " ".join(
