@@ -32,17 +32,17 @@ def _run_options(fn):
 def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
          cache_path: str, no_cache: bool, threads: int | None, out: str) -> None:
     from .configs import get_config
-    from .runner import run_benchmark
-
     names = [n.strip() for n in config_name.split(",") if n.strip()]
     try:
         configs = [get_config(n) for n in names]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
-    for config in configs:
-        target = Path(out) / config.name if len(configs) > 1 else Path(out)
-        summary = run_benchmark(dataset, data, config, target, limit=limit, stride=stride,
-                                embedder=embedder, cache_path=None if no_cache else cache_path, threads=threads)
+    from .runner import run_benchmarks
+
+    outs = [Path(out) / c.name if len(configs) > 1 else Path(out) for c in configs]
+    summaries = run_benchmarks(dataset, data, configs, outs, limit=limit, stride=stride, embedder=embedder,
+                               cache_path=None if no_cache else cache_path, threads=threads)
+    for config, target, summary in zip(configs, outs, summaries):
         for name, cells in summary["overall"].items():
             click.echo(f"{config.name} {name:10} n={cells['n']:4} R_any@5={cells['r_any@5']} "
                        f"R_any@10={cells['r_any@10']} R_all@10={cells['r_all@10']} "

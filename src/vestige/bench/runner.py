@@ -30,6 +30,7 @@ from ..embed import Embedder, get_embedder
 from ..embed.cache import EmbeddingCache, text_key
 from ..fusion import rrf
 from ..memory import Memory
+from ..search import SearchSettings
 from ..types import Chunk, Hit, Message
 from ..validate import check_session
 from .configs import BenchConfig
@@ -117,6 +118,15 @@ def shared_chunker(embedder: Embedder, view: str, doc: str, lexical_only: bool =
     if key not in _CHUNKERS:
         _CHUNKERS[key] = Chunker(embedder, view, doc, lexical_only)
     return _CHUNKERS[key]
+
+
+_EXTRACTORS: dict[int, "ExtractChunker"] = {}
+
+
+def shared_extractor(limit: int) -> "ExtractChunker":
+    if limit not in _EXTRACTORS:
+        _EXTRACTORS[limit] = ExtractChunker(limit)
+    return _EXTRACTORS[limit]
 
 
 class ExtractChunker:
@@ -207,7 +217,7 @@ class Runner:
         self.cache = EmbeddingCache(self.cache_path) if self.cache_path else None
         self.progress = progress
         self.raw = shared_chunker(self.embedder, config.view, config.doc, config.channel == "lexical") if config.extract != "alone" else None
-        self.extract = ExtractChunker(config.extract_chars) if config.extract != "none" else None
+        self.extract = shared_extractor(config.extract_chars) if config.extract != "none" else None
         self.embedded: dict[str, float] = {"texts": 0, "tokens": 0, "seconds": 0.0}
 
     def close(self) -> None:
@@ -278,18 +288,32 @@ class Runner:
             depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=not dense_only, chunker=chunker,
         )
 
-    def _index(self, items: list[Prepared]) -> dict[str, BenchMemory]:
+    def _index(self, items: list[Prepared], part: str) -> BenchMemory:
+        """Index a haystack's sessions: part "raw" (the config's chunks) or "extract"."""
         from ..validate import SessionInput
 
         inputs = [SessionInput([m.__dict__ for m in p.messages], p.session_id, p.date, {}) for p in items]
-        memories: dict[str, BenchMemory] = {}
+        if part == "raw":
+            memory = self._memory(self.raw, self.config.channel == "dense")
+        else:
+            memory = self._memory(self.extract, False)
+        memory.add_sessions(inputs, app=APP)
+        return memory
+
+    def parts(self) -> dict[str, int]:
+        """The indexes this config reads ("raw", "extract"), keyed by the chunker that builds
+        them: configs with the same chunker index a haystack identically and share one build."""
+        out = {}
         if self.raw is not None:
-            memories["raw"] = self._memory(self.raw, self.config.channel == "dense")
-            memories["raw"].add_sessions(inputs, app=APP)
+            out["raw"] = id(self.raw)
         if self.extract is not None:
-            memories["extract"] = self._memory(self.extract, False)
-            memories["extract"].add_sessions(inputs, app=APP)
-        return memories
+            out["extract"] = id(self.extract)
+        return out
+
+    def _settings(self, name: str) -> SearchSettings:
+        c = self.config
+        return SearchSettings(depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b,
+                              lexical=name == "extract" or c.channel != "dense")
 
     def _channel_hits(self, memory: BenchMemory, query: str) -> list[Hit]:
         hits = list(memory.search(query, app=APP, k=self.config.chunks_asked))
@@ -350,6 +374,7 @@ class Runner:
         chunk_rank = None
         roles = {p.session_id: [m.role for m in p.messages] for p in items}
         for name, memory in memories.items():
+            memory.settings = self._settings(name)  # a shared build: this config's search settings
             hits = self._channel_hits(memory, question.text)
             rankings[name] = self._session_order(hits, n_chunks[name])
             if name == "raw":
@@ -372,68 +397,97 @@ class Runner:
     # -- a whole run -----------------------------------------------------------------------
 
     def run(self, haystacks: list[Haystack], dataset: str) -> list[dict[str, Any]]:
-        from tqdm import tqdm
+        return run_many([self], haystacks, dataset)[self.config.name]
 
-        prepared = self._prepare(haystacks)
-        self._embed_missing(prepared)
-        rows: list[dict[str, Any]] = []
-        total = sum(len(h.questions) for h in haystacks)
-        with tqdm(total=total, desc=f"{dataset} {self.config.name}", unit="q", disable=not self.progress) as bar:
-            for hay in haystacks:
-                items = prepared[hay.unit]
-                t0 = time.perf_counter()
-                memories = self._index(items)
-                index_ms = (time.perf_counter() - t0) * 1000
-                n_chunks = {"raw": self._n_chunks(self.raw, items) if self.raw else {},
-                            "extract": {p.session_id: 1 for p in items}}
-                order = [p.session_id for p in items]
-                for q in hay.questions:
-                    t1 = time.perf_counter()
-                    ranked, turns, chunk_rank = self.ask(memories, items, q, n_chunks)
-                    query_ms = (time.perf_counter() - t1) * 1000
-                    reached = set(ranked)
-                    unranked = [s for s in order if s not in reached]
-                    ranked = ranked + unranked
-                    n = len(order)
-                    has_turns = any(q.evidence_turns.get(s) for s in q.gold)
-                    rows.append({
-                        "id": q.qid,
-                        "type": q.qtype,
-                        "unit": hay.unit,
-                        "config": self.config.name,
-                        "question": q.text,
-                        "abstention": q.abstention,
-                        "n_sessions": n,
-                        "ranked": ranked,
-                        "gold": q.gold,
-                        "gold_user": q.gold_user,
-                        "gold_dropped": q.gold_dropped,
-                        "metrics": session_metrics(ranked, q.gold, n),
-                        "metrics_user": session_metrics(ranked, q.gold_user, n) if q.gold_user else None,
-                        "turn": {
-                            "has_evidence_turns": has_turns,
-                            "first_evidence_turn_rank": first_rank(turns, q.evidence_turns) if has_turns else None,
-                            "first_evidence_chunk_rank": chunk_rank,
-                        },
-                        "unranked": len(unranked),
-                        "index_ms": round(index_ms, 2),
-                        "query_ms": round(query_ms, 2),
-                        "peak_rss_mb": round(_peak_rss_mb(), 1),
-                    })
-                    bar.update(1)
-                for memory in memories.values():
-                    memory.store.close()  # not memory.close(): the cache is shared
+    def rows_for(self, hay: Haystack, items: list[Prepared], memories: dict[str, BenchMemory],
+                 index_ms: float) -> list[dict[str, Any]]:
+        n_chunks = {"raw": self._n_chunks(self.raw, items) if self.raw else {},
+                    "extract": {p.session_id: 1 for p in items}}
+        order = [p.session_id for p in items]
+        rows = []
+        for q in hay.questions:
+            t1 = time.perf_counter()
+            ranked, turns, chunk_rank = self.ask(memories, items, q, n_chunks)
+            query_ms = (time.perf_counter() - t1) * 1000
+            reached = set(ranked)
+            unranked = [s for s in order if s not in reached]
+            ranked = ranked + unranked
+            n = len(order)
+            has_turns = any(q.evidence_turns.get(s) for s in q.gold)
+            rows.append({
+                "id": q.qid,
+                "type": q.qtype,
+                "unit": hay.unit,
+                "config": self.config.name,
+                "question": q.text,
+                "abstention": q.abstention,
+                "n_sessions": n,
+                "ranked": ranked,
+                "gold": q.gold,
+                "gold_user": q.gold_user,
+                "gold_dropped": q.gold_dropped,
+                "metrics": session_metrics(ranked, q.gold, n),
+                "metrics_user": session_metrics(ranked, q.gold_user, n) if q.gold_user else None,
+                "turn": {
+                    "has_evidence_turns": has_turns,
+                    "first_evidence_turn_rank": first_rank(turns, q.evidence_turns) if has_turns else None,
+                    "first_evidence_chunk_rank": chunk_rank,
+                },
+                "unranked": len(unranked),
+                "index_ms": round(index_ms, 2),
+                "query_ms": round(query_ms, 2),
+                "peak_rss_mb": round(_peak_rss_mb(), 1),
+            })
         return rows
+
+
+def run_many(runners: list[Runner], haystacks: list[Haystack], dataset: str) -> dict[str, list[dict[str, Any]]]:
+    """Run several configs over the same haystacks: each haystack is indexed once per distinct
+    index (configs that differ only in search or session scoring share the build; its time is
+    reported in each of their rows), then every config asks its questions."""
+    from tqdm import tqdm
+
+    if not runners:
+        return {}
+    prepared = runners[0]._prepare(haystacks)
+    for runner in runners:
+        runner._embed_missing(prepared)
+    rows: dict[str, list[dict[str, Any]]] = {r.config.name: [] for r in runners}
+    total = sum(len(h.questions) for h in haystacks) * len(runners)
+    names = ",".join(r.config.name for r in runners)
+    with tqdm(total=total, desc=f"{dataset} {names}"[:60], unit="q", disable=not runners[0].progress) as bar:
+        for hay in haystacks:
+            items = prepared[hay.unit]
+            built: dict[int, tuple[BenchMemory, float]] = {}
+            for runner in runners:
+                memories, index_ms = {}, 0.0
+                for part, key in runner.parts().items():
+                    if key not in built:
+                        t0 = time.perf_counter()
+                        memory = runner._index(items, part)
+                        built[key] = (memory, (time.perf_counter() - t0) * 1000)
+                    memories[part] = built[key][0]
+                    index_ms += built[key][1]
+                rows[runner.config.name] += runner.rows_for(hay, items, memories, index_ms)
+                bar.update(len(hay.questions))
+            for memory, _ in built.values():
+                memory.store.close()  # not memory.close(): the cache is shared
+    return rows
 
 
 LOADERS = {"longmemeval": load_longmemeval, "locomo": load_locomo}
 
 
-def run_benchmark(
+def run_benchmark(dataset: str, data: str | Path, config: BenchConfig, out: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """Run one config on one file and write rows.jsonl, config.json, summary.json/.md and a plot."""
+    return run_benchmarks(dataset, data, [config], [out], **kwargs)[0]
+
+
+def run_benchmarks(
     dataset: str,
     data: str | Path,
-    config: BenchConfig,
-    out: str | Path,
+    configs: list[BenchConfig],
+    outs: list[str | Path],
     *,
     limit: int | None = None,
     stride: int | None = None,
@@ -441,48 +495,65 @@ def run_benchmark(
     cache_path: str | Path | None = DEFAULT_CACHE,
     progress: bool = True,
     threads: int | None = None,
-) -> dict[str, Any]:
-    """Run one config on one file and write rows.jsonl, config.json, summary.json/.md and a plot."""
+) -> list[dict[str, Any]]:
+    """Run configs over one file in one process (sharing chunking and index builds); one run
+    folder per config."""
+    import numpy
+    import onnxruntime
+
     from .report import write_run
 
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     t0 = time.perf_counter()
     haystacks = LOADERS[dataset](str(data), limit, stride)
-    runner = Runner(config, embedder, cache_path, progress, threads)
+    runners: list[Runner] = []
+    for config in configs:
+        runner = Runner(config, embedder if not runners else runners[0].embedder, cache_path, progress, threads)
+        runners.append(runner)
+    for runner in runners:  # BM25 alone ranks the same over a build that also holds vectors
+        if runner.config.channel == "lexical" and runner.raw is not None:
+            twin = next((r for r in runners if r.raw is not None and not r.raw.lexical_only
+                         and (r.raw.view, r.raw.doc) == (runner.raw.view, runner.raw.doc)), None)
+            if twin is not None:
+                runner.raw = twin.raw
     try:
-        rows = runner.run(haystacks, dataset)
+        all_rows = run_many(runners, haystacks, dataset)
     finally:
-        runner.close()
-    import numpy
-    import onnxruntime
-
-    meta = {
-        "dataset": dataset,
-        "config_name": config.name,
-        "description": config.description,
-        "config": config.to_dict(),
-        "embedder": embedder,
-        "model_id": runner.embedder.model_id,
-        "dim": runner.embedder.dim,
-        "window_tokens": runner.embedder.window,
-        "data_file": str(data),
-        "data_sha256": _sha256(data),
-        "limit": limit,
-        "stride": stride,
-        "n_haystacks": len(haystacks),
-        "code_version": code_version(),
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "onnxruntime": onnxruntime.__version__,
-        "cache": str(cache_path) if cache_path else None,
-        "embedded_this_run": runner.embedded,
-        "threads": threads,
-        "started_at": started,
-        "wall_s": round(time.perf_counter() - t0, 1),
-        "command": " ".join(
-            ["vestige bench", dataset, "--data", str(data), "--config", config.name, "--out", str(out)]
-            + (["--limit", str(limit)] if limit else []) + (["--stride", str(stride)] if stride else [])
-            + (["--embedder", embedder] if embedder != "minilm" else [])
-        ),
-    }
-    return write_run(Path(out), rows, meta)
+        for runner in runners:
+            runner.close()
+    sha = _sha256(data)
+    summaries = []
+    for runner, out in zip(runners, outs):
+        config = runner.config
+        meta = {
+            "dataset": dataset,
+            "config_name": config.name,
+            "description": config.description,
+            "config": config.to_dict(),
+            "embedder": embedder,
+            "model_id": runner.embedder.model_id,
+            "dim": runner.embedder.dim,
+            "window_tokens": runner.embedder.window,
+            "data_file": str(data),
+            "data_sha256": sha,
+            "limit": limit,
+            "stride": stride,
+            "n_haystacks": len(haystacks),
+            "code_version": code_version(),
+            "python": platform.python_version(),
+            "numpy": numpy.__version__,
+            "onnxruntime": onnxruntime.__version__,
+            "cache": str(cache_path) if cache_path else None,
+            "embedded_this_run": runner.embedded,
+            "threads": threads,
+            "run_with": [c.name for c in configs],
+            "started_at": started,
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "command": " ".join(
+                ["vestige bench", dataset, "--data", str(data), "--config", config.name, "--out", str(out)]
+                + (["--limit", str(limit)] if limit else []) + (["--stride", str(stride)] if stride else [])
+                + (["--embedder", embedder] if embedder != "minilm" else [])
+            ),
+        }
+        summaries.append(write_run(Path(out), all_rows[config.name], meta))
+    return summaries
