@@ -135,7 +135,12 @@ def test_views(hash_embedder):
     both = chunk_session(CONVERSATION, hash_embedder, "both")
     assert [(c.view, c.position, c.dense, c.lexical) for c in both] == [("all", 0, True, True), ("user", 1, True, True)]
     split = chunk_session(CONVERSATION, hash_embedder, "split")
-    assert [(c.view, c.dense, c.lexical) for c in split] == [("all", False, True), ("user", True, False)]
+    # One chunk of every turn, in both channels; its vector reads only the user's words.
+    assert [(c.view, c.dense, c.lexical) for c in split] == [("all", True, True)]
+    assert split[0].text == all_[0].text
+    assert split[0].dense_text == "My sister Ilse lives in Graz.\nShe works as a luthier."
+    assistant_only = chunk_session([Message("assistant", "Welcome back!")], hash_embedder, "split")
+    assert [(c.dense, c.lexical, c.embed_text) for c in assistant_only] == [(False, True, None)]
     with pytest.raises(ValueError, match="unknown chunk view"):
         chunk_session(CONVERSATION, hash_embedder, "assistant")
     with pytest.raises(ValueError, match="unknown view"):
@@ -160,7 +165,7 @@ def test_views_in_the_store(tmp_path, view):
             assert assistant_word == []  # user turns only
         else:
             assert [views[c] for c, _ in assistant_word] == ["all"]
-        expect = {"all": {"all"}, "user": {"user"}, "both": {"all", "user"}, "split": {"user"}}[view]
+        expect = {"all": {"all"}, "user": {"user"}, "both": {"all", "user"}, "split": {"all"}}[view]
         assert {views[c] for c in dense_ids} == expect
         assert mem.store.lexical_status("a") is None
         hits = mem.search("Ilse Graz luthier", app="a", k=10)

@@ -60,8 +60,14 @@ def test_channels_filter_by_app_inside_the_store(two_apps):
             lex = mem.store.lexical_search(app, lexical.analyze(query), 10_000, 1.5, 0.75)
             assert {c for c, _ in dense} <= own
             assert {c for c, _ in lex} <= own
-        # the dense channel sees every chunk of the app and nothing else
-        assert {c for c, _ in mem.store.dense_search(app, mem.embedder.embed(["x"]), 10_000)} == own
+        # the dense channel sees every chunk of the app that has a vector, and nothing else
+        with_vector = {
+            c for (c,) in mem.store._read(
+                "SELECT c.id FROM chunks c JOIN apps a ON a.id = c.app_id "
+                "WHERE a.name = ? AND c.vector IS NOT NULL", (app,))
+        }
+        assert with_vector and with_vector <= own
+        assert {c for c, _ in mem.store.dense_search(app, mem.embedder.embed(["x"]), 10_000)} == with_vector
     # fetching another app's chunk ids yields nothing
     assert mem.store.fetch_chunks("alice", sorted(_chunk_ids(mem, "bob"))) == {}
     assert mem.store.dense_search("nobody", mem.embedder.embed(["x"]), 10) == []

@@ -92,8 +92,16 @@ def _units(turn: int, message: Message, embedder: Embedder, limit: int) -> list[
 
 
 def _pack(
-    units: list[_Unit], limit: int, view: str, start_position: int, dense: bool = True, lexical: bool = True
+    units: list[_Unit],
+    limit: int,
+    view: str,
+    start_position: int,
+    dense: bool = True,
+    lexical: bool = True,
+    embed_roles: tuple[str, ...] | None = None,
 ) -> list[Chunk]:
+    """Pack consecutive units up to the limit. With embed_roles, the chunk's vector reads only
+    the units of those roles (and a chunk without any gets no vector)."""
     chunks: list[Chunk] = []
     group: list[_Unit] = []
     size = 0
@@ -102,6 +110,13 @@ def _pack(
         nonlocal group, size
         if group:
             roles = tuple(dict.fromkeys(u.role for u in group))
+            embed_text = None
+            has_vector = dense
+            if embed_roles is not None:
+                embed_text = "\n".join(u.text for u in group if u.role in embed_roles)
+                has_vector = dense and bool(embed_text)
+                if not has_vector or embed_text == "\n".join(u.text for u in group):
+                    embed_text = None
             chunks.append(
                 Chunk(
                     text="\n".join(u.text for u in group),
@@ -111,8 +126,9 @@ def _pack(
                     last_turn=group[-1].turn,
                     view=view,
                     n_tokens=size,
-                    dense=dense,
+                    dense=has_vector,
                     lexical=lexical,
+                    embed_text=embed_text,
                 )
             )
         group, size = [], 0
@@ -132,8 +148,10 @@ def chunk_session(
     """Chunks of a session.
 
     view: "all" turns, "user" turns only, "both" (each set chunked apart, both in each channel),
-    or "split": every turn in the lexical channel, the user's turns alone in the dense channel
-    (embedding assistant text costs ~7x the user's on LongMemEval; BM25 reads it for free).
+    or "split": chunks of every turn, each in both channels, but the chunk's vector reads only
+    the user's words in it (embedding assistant text costs ~7x the user's on LongMemEval; BM25
+    reads it for free). A chunk with no user turn is found by BM25 alone. Keeping one chunk in
+    both channels is what lets RRF reward the two rankings' agreement.
     """
     if view not in VIEWS:
         raise ValueError(f"unknown chunk view {view!r}; use one of {', '.join(VIEWS)}")
@@ -145,9 +163,11 @@ def chunk_session(
         for unit in _units(turn, message, embedder, limit)
     ]
     chunks: list[Chunk] = []
-    if view in ("all", "both", "split"):
-        chunks += _pack(all_units, limit, "all", 0, dense=view != "split")
-    if view in ("user", "both", "split"):
+    if view == "split":
+        return _pack(all_units, limit, "all", 0, embed_roles=("user",))
+    if view in ("all", "both"):
+        chunks += _pack(all_units, limit, "all", 0)
+    if view in ("user", "both"):
         user_units = [u for u in all_units if u.role == "user"]
-        chunks += _pack(user_units, limit, "user", len(chunks), lexical=view != "split")
+        chunks += _pack(user_units, limit, "user", len(chunks))
     return chunks

@@ -60,7 +60,7 @@ def main() -> None:
 @db_option
 @app_option
 @embedder_option
-@click.option("--view", type=click.Choice(["all", "user", "both", "split"]), default="all", show_default=True,
+@click.option("--view", type=click.Choice(["all", "user", "both", "split"]), default="split", show_default=True,
               help="Index all turns, user turns only, both separately, or split (all turns "
               "lexical, user turns dense).")
 @click.option("--limit", type=int, help="Read only the first N records of the file.")

@@ -108,10 +108,10 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
     return out
 
 
-def _sample_chunk(store: SQLiteStore, app: str) -> tuple[int, str, bytes | None, int] | None:
-    """The app's most recent chunk: (id, text, int8 vector or None, in_lexical)."""
+def _sample_chunk(store: SQLiteStore, app: str) -> tuple[int, str, bytes | None, int, str | None] | None:
+    """The app's most recent chunk: (id, text, int8 vector or None, in_lexical, embed_text)."""
     rows = store._read(
-        "SELECT c.id, c.text, c.vector, c.in_lexical FROM chunks c JOIN apps a ON a.id = c.app_id "
+        "SELECT c.id, c.text, c.vector, c.in_lexical, c.embed_text FROM chunks c JOIN apps a ON a.id = c.app_id "
         "WHERE a.name = ? ORDER BY c.id DESC LIMIT 1",
         (app,),
     )
@@ -139,11 +139,11 @@ def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
     sample = _sample_chunk(store, app)
     if sample is None:
         return {"ok": True, "note": "empty"}
-    chunk_id, text, blob, in_lexical = sample
+    chunk_id, text, blob, in_lexical, embed_text = sample
     if blob is not None:
         start = time.perf_counter()
         try:
-            vector = _embed_checked(memory, [text])
+            vector = _embed_checked(memory, [embed_text if embed_text is not None else text])
             stored = dequantize(np.frombuffer(blob, dtype=np.int8).reshape(1, -1))
             if stored.shape[1] != vector.shape[1]:
                 raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")

@@ -53,7 +53,7 @@ class Memory:
         path: str | os.PathLike[str] | Store = ":memory:",
         *,
         embedder: str | Embedder = DEFAULT_EMBEDDER,
-        view: str = "all",
+        view: str = "split",
         chunk_tokens: int | None = None,
         depth: int = 200,
         rrf_k: int = 60,
@@ -64,6 +64,7 @@ class Memory:
         embed_cache: str | os.PathLike[str] | EmbeddingCache | None = None,
         reranker: Reranker | str | None = None,
         rerank_depth: int = 50,
+        floor: float | None = None,
     ):
         if view not in VIEWS:
             raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
@@ -72,7 +73,8 @@ class Memory:
         self.view = view
         self.chunk_tokens = chunk_tokens
         self.settings = SearchSettings(
-            depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth
+            depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
+            floor=floor,
         )
         # A second stage re-reads the top fused candidates (None: the fused order is final).
         self.reranker = get_reranker(reranker) if isinstance(reranker, str) else reranker
@@ -162,7 +164,7 @@ class Memory:
             (report.replaced if sid in stored else report.added).append(sid)
             record = SessionRecord(sid, date or now_iso(), messages, digest, metadata)
             todo.append((record, self.chunk(messages)))
-        texts = [c.text for _, chunks in todo for c in chunks if c.dense]
+        texts = [c.dense_text for _, chunks in todo for c in chunks if c.dense]
         vectors = self._embed_int8(texts, progress)
         items, start = [], 0
         for record, chunks in todo:

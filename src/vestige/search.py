@@ -23,14 +23,17 @@ class SearchSettings:
     b: float = lexical.B
     lexical: bool = True  # False: the vector-only ranking, byte for byte
     rerank_depth: int = 50  # the second stage re-reads this many fused candidates
+    floor: float | None = None  # best cosine under this: nothing is relevant, answer nothing
 
 
 class Results(list):
     """A list of hits, with notes on anything that degraded the search (a fallback, say)."""
 
-    def __init__(self, hits: list[Hit] = (), notes: list[str] | None = None):
+    def __init__(self, hits: list[Hit] = (), notes: list[str] | None = None, best_cosine: float | None = None):
         super().__init__(hits)
         self.notes: list[str] = notes or []
+        # The best dense cosine of any chunk: the absolute score the relevance floor reads.
+        self.best_cosine = best_cosine
 
 
 def run_search(
@@ -52,8 +55,15 @@ def run_search(
     depth = max(settings.depth, k)
     # The second stage may lift any of the top rerank_depth candidates into the budget.
     pool = max(k, settings.rerank_depth) if reranker is not None else k
+    pool *= 2  # room for the duplicates merged below
     dense = store.dense_search(app, query_vectors, depth)
     notes: list[str] = []
+    best_cosine = dense[0][1] if dense else None
+    # An absolute floor can say "nothing": RRF scores carry only ranks, so it reads the cosine.
+    # With no vectors at all (nothing dense stored) there is no evidence either way: no floor.
+    if settings.floor is not None and best_cosine is not None and best_cosine < settings.floor:
+        notes.append(f"nothing relevant: best cosine {best_cosine:.3f} is under the floor {settings.floor}")
+        return Results([], notes, best_cosine)
     lexical_ranking: list[tuple[int, float]] | None = None
     if settings.lexical:
         terms = lexical.analyze(query)
@@ -94,9 +104,29 @@ def run_search(
                 app=app,
             )
         )
+    hits = _merge_duplicates(hits)
     if reranker is not None and hits:
         head = reranker.rerank(query, hits[: settings.rerank_depth])
         hits = head + hits[settings.rerank_depth :]
         if isinstance(reranker, LazyReranker) and reranker.error:
             notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")
-    return Results(hits[:k], notes)
+    return Results(hits[:k], notes, best_cosine)
+
+
+def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
+    """One hit per distinct text of a session: views "split" and "both" index some text twice
+    (once per channel or view). The first keeps its place and takes the best rank per channel."""
+    kept: dict[tuple[str | None, str | None, str], Hit] = {}
+    out = []
+    for hit in hits:
+        key = (hit.session_id, hit.fact_id, hit.text)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = hit
+            out.append(hit)
+            continue
+        for channel, rank in hit.ranks.items():
+            if rank is not None and (first.ranks.get(channel) is None or rank < first.ranks[channel]):
+                first.ranks[channel] = rank
+                first.scores[channel] = hit.scores.get(channel)
+    return out

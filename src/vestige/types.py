@@ -29,6 +29,12 @@ class Chunk:
     n_tokens: int = 0  # length in the embedder's tokens
     dense: bool = True  # gets a vector (the dense channel reads it)
     lexical: bool = True  # gets postings (the lexical channel reads it)
+    embed_text: str | None = None  # what the vector reads, when not the whole text (view split)
+
+    @property
+    def dense_text(self) -> str:
+        """The text the chunk's vector is computed from."""
+        return self.embed_text if self.embed_text is not None else self.text
 
 
 @dataclass

@@ -103,6 +103,11 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX chunks_lexical ON chunks (app_id, in_lexical, id, lex_len);
     """,
+    # 4: the text a chunk's vector reads when it is not the whole chunk (view "split": the
+    # user's words in it), so a vector can always be re-derived and checked.
+    """
+    ALTER TABLE chunks ADD COLUMN embed_text TEXT;
+    """,
 ]
 
 

@@ -250,8 +250,8 @@ class SQLiteStore(Store):
             c = item.chunk
             cur.execute(
                 "INSERT INTO chunks (app_id, session_id, fact_id, position, view, roles, "
-                "first_turn, last_turn, text, date, n_tokens, lex_len, in_lexical, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "first_turn, last_turn, text, date, n_tokens, lex_len, in_lexical, vector, embed_text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     app_id,
                     session_pk,
@@ -267,6 +267,7 @@ class SQLiteStore(Store):
                     len(item.terms) if c.lexical else 0,
                     int(c.lexical),
                     np.ascontiguousarray(item.vector, dtype=np.int8).tobytes() if c.dense else None,
+                    c.embed_text if c.dense else None,
                 ),
             )
             if c.lexical:
