@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${VESTIGE_DEMO_DATA:-../shared/data/locomo_dev.json.gz}"
 DB="${VESTIGE_DEMO_DB:-demo.sqlite}"
-QUESTION='When did Jolene do yoga at Talkeetna?'
+QUESTION='What did Caroline take away from the book "Becoming Nicole"?'
 
 vestige ingest "$DATA" --db "$DB" --app locomo
 echo

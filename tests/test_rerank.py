@@ -26,7 +26,7 @@ class LengthReranker(Reranker):
 
     name = "length"
 
-    def scores(self, query: str, hits: Sequence[Hit]) -> list[float]:
+    def scores(self, query: str, hits: Sequence[Hit], now=None) -> list[float]:
         return [float(len(h.text)) for h in hits]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,11 +215,13 @@ class Memory:
         k: int = 32,
         previous: str | None = None,
         rerank: bool = True,
+        now: Any = None,
     ) -> Results:
         """The k most relevant chunks, best first, each explaining its rank in every channel.
 
         ``previous``: the previous turn, for a follow-up question. ``rerank=False`` skips the
-        second stage (cheaper, e.g. when building context for every prompt).
+        second stage (cheaper, e.g. when building context for every prompt). ``now``: when
+        the question is asked (default: the current time), to resolve "last Sunday" and such.
         """
         app = check_app(app)
         if not isinstance(query, str) or not query.strip():
@@ -228,7 +231,8 @@ class Memory:
         if app not in self.store.apps():
             raise UnknownApp(f"app {app!r} holds no memory in {getattr(self.store, 'path', 'this store')}")
         reranker = self.reranker if rerank else None
-        return run_search(self.store, self.embedder, app, query, k, self.settings, previous, reranker)
+        moment = datetime.fromisoformat(normalise_date(now)) if now is not None else datetime.now()
+        return run_search(self.store, self.embedder, app, query, k, self.settings, previous, reranker, moment)
 
     def context(self, query: str, *, app: str = DEFAULT_APP, budget_tokens: int = 1000, **options: Any):
         """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context)."""

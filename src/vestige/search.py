@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from . import lexical
 from .embed.base import Embedder
@@ -45,6 +46,7 @@ def run_search(
     settings: SearchSettings,
     previous: str | None = None,
     reranker: Reranker | None = None,
+    now: datetime | None = None,
 ) -> Results:
     if k <= 0:
         return Results()
@@ -106,7 +108,7 @@ def run_search(
         )
     hits = _merge_duplicates(hits)
     if reranker is not None and hits:
-        head = reranker.rerank(query, hits[: settings.rerank_depth])
+        head = reranker.rerank(query, hits[: settings.rerank_depth], now)
         hits = head + hits[settings.rerank_depth :]
         if isinstance(reranker, LazyReranker) and reranker.error:
             notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")

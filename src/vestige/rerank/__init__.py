@@ -1,7 +1,8 @@
 """Second-stage rerankers behind one interface; ``get_reranker`` resolves a spec string.
 
-Specs: ``none``; ``cross-encoder:PATH_OR_NAME`` (needs the ``[st]`` extra; loads lazily and
-falls back to the fused order if it cannot load).
+Specs: ``none``; ``evidence`` (the model-free default second stage: names, time, recency);
+``cross-encoder:PATH_OR_NAME`` (needs the ``[st]`` extra; loads lazily and falls back to the
+fused order if it cannot load).
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from .base import LazyReranker, Reranker
 def get_reranker(spec: str | None) -> Reranker | None:
     if spec in (None, "", "none"):
         return None
+    if spec == "evidence":
+        from .evidence import EvidenceReranker
+
+        return EvidenceReranker()
     if spec.startswith("cross-encoder:"):
         model = spec.split(":", 1)[1]
 
@@ -21,7 +26,7 @@ def get_reranker(spec: str | None) -> Reranker | None:
             return CrossEncoderReranker(model)
 
         return LazyReranker(load, name="cross-encoder")
-    raise ValueError(f"unknown reranker {spec!r}; use 'none' or 'cross-encoder:PATH_OR_NAME'")
+    raise ValueError(f"unknown reranker {spec!r}; use 'none', 'evidence' or 'cross-encoder:PATH_OR_NAME'")
 
 
 __all__ = ["Reranker", "LazyReranker", "get_reranker"]

@@ -11,6 +11,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from ..types import Hit
 
@@ -22,14 +23,14 @@ class Reranker(ABC):
     name: str = "rerank"
 
     @abstractmethod
-    def scores(self, query: str, hits: Sequence[Hit]) -> list[float]:
-        """One relevance score per hit, higher is better."""
+    def scores(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[float]:
+        """One relevance score per hit, higher is better. ``now``: when the question is asked."""
 
-    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    def rerank(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[Hit]:
         """The hits re-ordered by score; ties keep their fused order."""
         if not hits:
             return []
-        values = self.scores(query, hits)
+        values = self.scores(query, hits, now)
         if len(values) != len(hits):
             raise RuntimeError(f"{self.name}: {len(values)} scores for {len(hits)} hits")
         order = sorted(range(len(hits)), key=lambda i: (-values[i], i))
@@ -67,14 +68,14 @@ class LazyReranker(Reranker):
                     log.warning("reranker %s could not load, keeping the fused order: %s", self.name, self._error)
             return self._inner
 
-    def scores(self, query: str, hits: Sequence[Hit]) -> list[float]:
+    def scores(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[float]:
         inner = self._load()
         if inner is None:
             raise RuntimeError(self._error)
-        return inner.scores(query, hits)
+        return inner.scores(query, hits, now)
 
-    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    def rerank(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[Hit]:
         inner = self._load()
         if inner is None:
             return list(hits)
-        return inner.rerank(query, hits)
+        return inner.rerank(query, hits, now)

@@ -7,6 +7,7 @@ has none; point ``model`` at a folder you have (e.g. a downloaded ms-marco-MiniL
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from ..errors import MissingDependency
 from ..types import Hit
@@ -27,7 +28,7 @@ class CrossEncoderReranker(Reranker):
         self._model = CrossEncoder(model, max_length=max_length, device=device)
         self._batch_size = batch_size
 
-    def scores(self, query: str, hits: Sequence[Hit]) -> list[float]:
+    def scores(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[float]:
         pairs = [(query, hit.text) for hit in hits]
         values = self._model.predict(pairs, batch_size=self._batch_size, show_progress_bar=False)
         return [float(v) for v in values]

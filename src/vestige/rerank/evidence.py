@@ -1,0 +1,113 @@
+"""The default second stage: no extra model, only evidence a reader can check.
+
+It re-orders the fused candidates by Reciprocal Rank Fusion of the fused order with a few
+rankings of the same candidates, each built from one explainable signal (ranks, never scores):
+
+- names: candidates that contain more of the question's proper nouns and quoted phrases first
+  (a capital attests a name only away from the start of a sentence: see ``vestige.query``);
+- time: when the question names a span ("last Sunday", "in May", "two weeks ago"), resolved
+  against ``now``, candidates dated inside it first, then by distance to it;
+- recency: when the question asks for the current state ("currently", "latest", "still"...),
+  newer candidates first, so that of two memories that disagree the newer one leads.
+
+A signal the question does not carry adds no ranking, so a plain question keeps its fused order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..fusion import RRF_K, rrf
+from ..query import analyze_query, resolve_time
+from ..types import Hit
+from .base import Reranker
+
+_CURRENT_STATE = re.compile(
+    r"\b(current(ly)?|now|nowadays|these days|at the moment|latest|most recent(ly)?|still|"
+    r"anymore|so far|up to date|new(est)?)\b",
+    re.IGNORECASE,
+)
+
+
+def _date(hit: Hit) -> datetime | None:
+    if not hit.date:
+        return None
+    try:
+        return datetime.fromisoformat(hit.date).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def _order(hits: Sequence[Hit], key) -> list[int]:
+    """Candidate positions sorted by key (ascending), ties in fused order."""
+    return sorted(range(len(hits)), key=lambda i: (key(i), i))
+
+
+class EvidenceReranker(Reranker):
+    name = "evidence"
+
+    def __init__(self, rrf_k: int = RRF_K, signals: Sequence[str] = ("names", "time", "recency")):
+        self.rrf_k = rrf_k
+        self.signals = tuple(signals)
+
+    def rankings(self, query: str, hits: Sequence[Hit], now: datetime | None) -> dict[str, list[int]]:
+        """The fused order plus one ranking per signal the question carries."""
+        out: dict[str, list[int]] = {"fused": list(range(len(hits)))}
+        terms = analyze_query(query)
+        texts = [h.text.casefold() for h in hits]
+        if "names" in self.signals and (terms.proper_nouns or terms.quoted):
+            phrases = [q.casefold() for q in terms.quoted]
+
+            def matched(i: int) -> int:
+                words = set(re.findall(r"[^\W_]+", texts[i]))
+                return sum(n in words for n in terms.proper_nouns) + sum(p in texts[i] for p in phrases)
+
+            counts = [matched(i) for i in range(len(hits))]
+            if len(set(counts)) > 1:
+                out["names"] = _order(hits, lambda i: -counts[i])
+        dates = [_date(h) for h in hits]
+        if "time" in self.signals and now is not None:
+            span = resolve_time(query, now)
+            if span is not None and any(dates):
+
+                def distance(i: int) -> float:
+                    d = dates[i]
+                    if d is None:
+                        return float("inf")
+                    if span.contains(d):
+                        return 0.0
+                    gap = span.start - d if d < span.start else d - span.end
+                    return abs(gap.total_seconds())
+
+                out["time"] = _order(hits, distance)
+        if "recency" in self.signals and _CURRENT_STATE.search(query) and any(dates):
+            out["recency"] = _order(hits, lambda i: -(dates[i].timestamp() if dates[i] else float("-inf")))
+        return out
+
+    def _fuse(self, query: str, hits: Sequence[Hit], now: datetime | None) -> list[tuple[int, float]]:
+        """(position, score) best first. A tie (a candidate one place down that a signal puts
+        first ties the one it overtakes) goes to the candidate the signals rank higher."""
+        rankings = self.rankings(query, hits, now)
+        fused = rrf(rankings, self.rrf_k)
+        signal_rank = {i: 0.0 for i in range(len(hits))}
+        signals = [name for name in rankings if name != "fused"]
+        for name in signals:
+            for rank, i in enumerate(rankings[name], start=1):
+                signal_rank[i] += rank / len(signals)
+        order = sorted(fused, key=lambda t: (-t[1], signal_rank[t[0]], t[0]))
+        return [(i, score) for i, score, _ in order]
+
+    def scores(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[float]:
+        by_position = dict(self._fuse(query, hits, now))
+        return [by_position[i] for i in range(len(hits))]
+
+    def rerank(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[Hit]:
+        out = []
+        for i, score in self._fuse(query, hits, now):
+            hit = hits[i]
+            hit.scores[self.name] = score
+            hit.stage = self.name
+            out.append(hit)
+        return out
