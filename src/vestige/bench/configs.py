@@ -52,6 +52,11 @@ CONFIGS: dict[str, BenchConfig] = {
         replace(_DEFAULT, name="session-doc-vectors", doc="session", channel="dense",
                 description="ablation 2: one vector per session (its first user chunk: the first 254-token "
                 "window of its user turns), no BM25: what a 256-token embedder reads of a session"),
+        replace(_DEFAULT, name="session-doc-bm25", doc="session", channel="lexical",
+                description="ablation 2: BM25 alone over one document per session (the whole session)"),
+        replace(_DEFAULT, name="session-bm25-chunk-vectors", doc="session-lexical",
+                description="ablation 2 (mixed grain): BM25 over one document per session (every "
+                "turn), vectors over the user-turn chunks of the default; RRF"),
         replace(_DEFAULT, name="user", view="user",
                 description="ablation 3: user turns only, in both channels; RRF"),
         replace(_DEFAULT, name="all", view="all",

@@ -69,9 +69,9 @@ class Chunker:
     """Chunks of a session for a config, computed once per distinct session."""
 
     def __init__(self, embedder: Embedder, view: str, doc: str, lexical_only: bool = False):
-        if doc not in ("chunks", "session"):
-            raise ValueError(f"unknown doc mode {doc!r}; use chunks or session")
-        if doc == "session" and view == "both":
+        if doc not in ("chunks", "session", "session-lexical"):
+            raise ValueError(f"unknown doc mode {doc!r}; use chunks, session or session-lexical")
+        if doc != "chunks" and view == "both":
             raise ValueError("one document per session is defined for views all, user and split")
         self.embedder, self.view, self.doc, self.lexical_only = embedder, view, doc, lexical_only
         self._memo: dict[tuple[Message, ...], list[Chunk]] = {}
@@ -101,7 +101,9 @@ class Chunker:
             chunks.append(Chunk(text, 0, tuple(dict.fromkeys(messages[i].role for i in lexical_turns)),
                                 lexical_turns[0], lexical_turns[-1], "user" if self.view == "user" else "all",
                                 0, dense=False, lexical=True))
-        dense = [c for c in base_chunks(self.embedder, messages, "split" if self.view != "all" else "all") if c.dense]
+        dense = [c for c in base_chunks(self.embedder, messages, "user" if self.view != "all" else "all") if c.dense]
+        if self.doc == "session-lexical":  # every dense chunk, not only the first
+            return chunks + [replace(c, position=len(chunks) + i, lexical=False) for i, c in enumerate(dense)]
         if dense:
             first = dense[0]
             chunks.append(Chunk(first.text, len(chunks), first.roles, first.first_turn, first.last_turn,
@@ -251,8 +253,8 @@ class Runner:
                 if chunker is None:
                     continue
                 for c in chunker(p.messages):
-                    if c.dense and c.text not in texts:
-                        texts[c.text] = c.n_tokens
+                    if c.dense and c.dense_text not in texts:
+                        texts[c.dense_text] = c.n_tokens
         if self.cache is None or self.cache_path is None:
             return
         keys = {text_key(self.embedder.model_id, t): t for t in texts}
