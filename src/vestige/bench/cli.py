@@ -127,7 +127,8 @@ def table(paths: tuple[str, ...], set_name: str | None) -> None:
     from .metrics import HEADLINE
     from .report import find_runs
 
-    runs = find_runs([Path(p) for p in paths])
+    order = {name: i for i, name in enumerate(CONFIGS)}
+    runs = sorted(find_runs([Path(p) for p in paths]), key=lambda r: (order.get(r.name, len(order)), str(r)))
     click.echo("| config | set | n | " + " | ".join(HEADLINE) + " | query p50 ms |")
     click.echo("|---|---|---|" + "---|" * (len(HEADLINE) + 1))
     for run in runs:

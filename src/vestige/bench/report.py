@@ -160,6 +160,7 @@ def paired(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], metric: s
     }
 
 
+LIST_MAX = 30
 COMPARE_METRICS = ("r_any@1", "r_any@3", "r_any@5", "r_any@10", "r_all@5", "r_all@10", "ndcg@10", "mrr")
 
 
@@ -191,9 +192,16 @@ def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[s
                      f"+{len(r['gained'])} | -{len(r['lost'])} | {r['p']:.3g} |")
     d = results.get(detail) or paired(rows_a, rows_b, detail, set_name, dataset)
     types = {r["id"]: r["type"] for r in rows_b}
-    lines += ["", f"{detail}: gained {len(d['gained'])}, lost {len(d['lost'])}."]
-    if d["gained"]:
-        lines.append("- gained: " + ", ".join(f"{q} ({types.get(q, '?')})" for q in d["gained"]))
-    if d["lost"]:
-        lines.append("- lost: " + ", ".join(f"{q} ({types.get(q, '?')})" for q in d["lost"]))
+    lines += ["", f"{detail}: gained {len(d['gained'])}, lost {len(d['lost'])}.", "",
+              "| type | gained | lost |", "|---|---|---|"]
+    for qtype in sorted({types.get(q, "?") for q in d["gained"] + d["lost"]}):
+        g = sum(types.get(q, "?") == qtype for q in d["gained"])
+        lo = sum(types.get(q, "?") == qtype for q in d["lost"])
+        lines.append(f"| {qtype} | +{g} | -{lo} |")
+    lines.append("")
+    for label, ids in (("gained", d["gained"]), ("lost", d["lost"])):
+        if ids:
+            shown = ", ".join(f"{q} ({types.get(q, '?')})" for q in ids[:LIST_MAX])
+            more = f", and {len(ids) - LIST_MAX} more" if len(ids) > LIST_MAX else ""
+            lines.append(f"- {label}: {shown}{more}")
     return "\n".join(lines) + "\n"
