@@ -28,6 +28,8 @@ class BenchConfig:
     k1: float = lexical.K1
     b: float = lexical.B
     chunks_asked: int = 400  # chunk hits asked of Memory.search (both channels' depth)
+    reranker: str | None = None  # a second stage (Memory(reranker=...)); None: the fused order
+    rerank_depth: int = 50
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -35,7 +37,8 @@ class BenchConfig:
 
 _DEFAULT = BenchConfig(
     "default",
-    "view split: every turn in BM25, the user's turns in the dense channel; RRF; session = best chunk",
+    "view split: chunks of every turn in both channels, each chunk's vector reading only the "
+    "user's words in it; RRF; session = its best chunk",
 )
 
 CONFIGS: dict[str, BenchConfig] = {
@@ -43,7 +46,7 @@ CONFIGS: dict[str, BenchConfig] = {
     for c in [
         _DEFAULT,
         replace(_DEFAULT, name="vectors-only", channel="dense",
-                description="ablation 1: the dense channel alone (user-turn chunks), no BM25"),
+                description="ablation 1: the dense channel alone (the default's vectors: user words), no BM25"),
         replace(_DEFAULT, name="bm25-only", channel="lexical",
                 description="ablation 1: the BM25 channel alone (all-turn chunks), no vectors (nothing embedded)"),
         replace(_DEFAULT, name="session-doc", doc="session",
@@ -56,7 +59,7 @@ CONFIGS: dict[str, BenchConfig] = {
                 description="ablation 2: BM25 alone over one document per session (the whole session)"),
         replace(_DEFAULT, name="session-bm25-chunk-vectors", doc="session-lexical",
                 description="ablation 2 (mixed grain): BM25 over one document per session (every "
-                "turn), vectors over the user-turn chunks of the default; RRF"),
+                "turn), the default's chunk vectors; RRF"),
         replace(_DEFAULT, name="user", view="user",
                 description="ablation 3: user turns only, in both channels; RRF"),
         replace(_DEFAULT, name="all", view="all",

@@ -105,6 +105,8 @@ def load_locomo(path: str, limit: int | None = None, stride: int | None = None) 
                 for pair in parse_evidence(dia):
                     turn_of.setdefault(pair, (s.session_id, i))
         present = {s.session_id for s in sessions}
+        # Questions are asked after the conversation: "now" is its last session's date.
+        last_date = next((s.date for s in reversed(sessions) if s.date), None)
         questions = []
         for n, qa in enumerate(record["qa"]):
             pairs = parse_evidence(qa.get("evidence", []))
@@ -121,7 +123,7 @@ def load_locomo(path: str, limit: int | None = None, stride: int | None = None) 
                     qid=f"{sample}:q{n}",
                     qtype=f"{category}-{LOCOMO_CATEGORIES.get(category, 'unknown')}",
                     text=str(qa["question"]),
-                    date=None,
+                    date=last_date,
                     gold=gold,
                     gold_user=None,
                     evidence_turns={s: turns.get(s, set()) for s in gold},

@@ -89,10 +89,13 @@ class Chunker:
         return chunks
 
     def _session_doc(self, messages: Sequence[Message]) -> list[Chunk]:
-        """One lexical document (the whole session under the view) and one vector: the session's
-        first dense chunk, i.e. what a 256-token embedder reads of it (whole turns up to the
-        254-token window; a longer first turn is cut at a paragraph, sentence or token boundary).
-        Views user and split: the user's turns; view all: every turn."""
+        """One lexical document per session (the whole session under the view) and vectors.
+
+        doc "session": one vector, of what a 256-token embedder reads of the session: its first
+        chunk of view "user" (views user and split: the user's turns packed up to the 254-token
+        window; a longer first turn is cut at a paragraph, sentence or token boundary) or of view
+        "all". doc "session-lexical": the vectors of the view's own chunks, every one of them.
+        """
         user = [i for i, m in enumerate(messages) if m.role == "user"]
         lexical_turns = user if self.view == "user" else list(range(len(messages)))
         chunks: list[Chunk] = []
@@ -101,13 +104,13 @@ class Chunker:
             chunks.append(Chunk(text, 0, tuple(dict.fromkeys(messages[i].role for i in lexical_turns)),
                                 lexical_turns[0], lexical_turns[-1], "user" if self.view == "user" else "all",
                                 0, dense=False, lexical=True))
-        dense = [c for c in base_chunks(self.embedder, messages, "user" if self.view != "all" else "all") if c.dense]
-        if self.doc == "session-lexical":  # every dense chunk, not only the first
+        if self.doc == "session-lexical":
+            dense = [c for c in base_chunks(self.embedder, messages, self.view) if c.dense]
             return chunks + [replace(c, position=len(chunks) + i, lexical=False) for i, c in enumerate(dense)]
+        dense = [c for c in base_chunks(self.embedder, messages, "all" if self.view == "all" else "user") if c.dense]
         if dense:
             first = dense[0]
-            chunks.append(Chunk(first.text, len(chunks), first.roles, first.first_turn, first.last_turn,
-                                first.view, first.n_tokens, dense=True, lexical=False))
+            chunks.append(replace(first, position=len(chunks), lexical=False))
         return chunks
 
 
@@ -254,7 +257,7 @@ class Runner:
                     continue
                 for c in chunker(p.messages):
                     if c.dense and c.dense_text not in texts:
-                        texts[c.dense_text] = c.n_tokens
+                        texts[c.dense_text] = c.n_tokens if c.embed_text is None else 0
         if self.cache is None or self.cache_path is None:
             return
         keys = {text_key(self.embedder.model_id, t): t for t in texts}
@@ -288,6 +291,7 @@ class Runner:
         return BenchMemory(
             ":memory:", embedder=self.embedder, view=c.view if c.view else "all", embed_cache=self.cache,
             depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=not dense_only, chunker=chunker,
+            reranker=c.reranker, rerank_depth=c.rerank_depth,
         )
 
     def _index(self, items: list[Prepared], part: str) -> BenchMemory:
@@ -315,10 +319,11 @@ class Runner:
     def _settings(self, name: str) -> SearchSettings:
         c = self.config
         return SearchSettings(depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b,
-                              lexical=name == "extract" or c.channel != "dense")
+                              lexical=name == "extract" or c.channel != "dense", rerank_depth=c.rerank_depth)
 
-    def _channel_hits(self, memory: BenchMemory, query: str) -> list[Hit]:
-        hits = list(memory.search(query, app=APP, k=self.config.chunks_asked))
+    def _channel_hits(self, memory: BenchMemory, query: str, now: str | None = None) -> list[Hit]:
+        # The question's own date is "now" (a second stage may resolve "last Sunday" with it).
+        hits = list(memory.search(query, app=APP, k=self.config.chunks_asked, now=now))
         if self.config.channel == "lexical":
             hits = sorted((h for h in hits if h.ranks.get("lexical")), key=lambda h: h.ranks["lexical"])
             for h in hits:
@@ -377,7 +382,7 @@ class Runner:
         roles = {p.session_id: [m.role for m in p.messages] for p in items}
         for name, memory in memories.items():
             memory.settings = self._settings(name)  # a shared build: this config's search settings
-            hits = self._channel_hits(memory, question.text)
+            hits = self._channel_hits(memory, question.text, question.date)
             rankings[name] = self._session_order(hits, n_chunks[name])
             if name == "raw":
                 turns = self._turns(memory, hits, roles)
@@ -506,6 +511,7 @@ def run_benchmarks(
     from .report import write_run
 
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    version = code_version()  # before the run: the code that ran
     t0 = time.perf_counter()
     haystacks = LOADERS[dataset](str(data), limit, stride)
     runners: list[Runner] = []
@@ -541,7 +547,7 @@ def run_benchmarks(
             "limit": limit,
             "stride": stride,
             "n_haystacks": len(haystacks),
-            "code_version": code_version(),
+            "code_version": version,
             "python": platform.python_version(),
             "numpy": numpy.__version__,
             "onnxruntime": onnxruntime.__version__,
