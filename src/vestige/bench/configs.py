@@ -17,7 +17,7 @@ from ..fusion import RRF_K
 class BenchConfig:
     name: str
     description: str
-    view: str = "split"  # chunk view: all | user | both | split (see vestige.chunk)
+    view: str = "split"  # chunk view: all | user | both | split (see vestige.chunk) | split-apart
     doc: str = "chunks"  # chunks: window-sized chunks; session: one document per session
     channel: str = "fused"  # fused (RRF) | dense (vectors only) | lexical (BM25 only)
     aggregate: str = "max"  # session score from its chunks: max | mean3 (mean of the top 3)
@@ -60,6 +60,9 @@ CONFIGS: dict[str, BenchConfig] = {
         replace(_DEFAULT, name="session-bm25-chunk-vectors", doc="session-lexical",
                 description="ablation 2 (mixed grain): BM25 over one document per session (every "
                 "turn), the default's chunk vectors; RRF"),
+        replace(_DEFAULT, name="split-apart", view="split-apart",
+                description="ablation 3: the split view before commit 8e7ab61: chunks of every turn "
+                "in BM25 only, separate chunks of the user's turns in the dense channel only; RRF"),
         replace(_DEFAULT, name="user", view="user",
                 description="ablation 3: user turns only, in both channels; RRF"),
         replace(_DEFAULT, name="all", view="all",
