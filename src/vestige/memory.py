@@ -80,7 +80,9 @@ class Memory:
         # A second stage re-reads the top fused candidates (None: the fused order is final).
         self.reranker = get_reranker(reranker) if isinstance(reranker, str) else reranker
         self.index_lexical = index_lexical
-        self.cache = EmbeddingCache(embed_cache) if isinstance(embed_cache, (str, os.PathLike)) else embed_cache
+        # A cache given as a path is this memory's to close; a cache object is the caller's.
+        self._owns_cache = isinstance(embed_cache, (str, os.PathLike))
+        self.cache = EmbeddingCache(embed_cache) if self._owns_cache else embed_cache
         self._check_embedder()
 
     # -- setup ----------------------------------------------------------------------------
@@ -98,7 +100,7 @@ class Memory:
 
     def close(self) -> None:
         self.store.close()
-        if self.cache is not None:
+        if self.cache is not None and self._owns_cache:
             self.cache.close()
 
     def __enter__(self) -> "Memory":
