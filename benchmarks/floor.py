@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from vestige.bench.data import load_locomo, load_longmemeval
 from vestige.bench.runner import DEFAULT_CACHE, BenchMemory, shared_chunker
+from vestige import lexical
 from vestige.embed import get_embedder
 from vestige.embed.cache import EmbeddingCache
 
@@ -49,6 +50,16 @@ def _best(memory: BenchMemory, question: str) -> float | None:
     return memory.search(question, app="floor", k=1).best_cosine
 
 
+def _coverage(memory: BenchMemory, question: str) -> float:
+    """Share of the question's distinct index terms that occur anywhere in the memory: a second
+    absolute signal, recorded for study (the floor itself reads only the cosine)."""
+    terms = sorted(set(lexical.analyze(question)))
+    if not terms:
+        return 0.0
+    found = sum(bool(memory.store.lexical_search("floor", [t], 1, lexical.K1, lexical.B)) for t in terms)
+    return found / len(terms)
+
+
 def run(out: Path, limit: int | None) -> None:
     embedder = get_embedder("minilm")
     cache = EmbeddingCache(DEFAULT_CACHE)
@@ -61,20 +72,20 @@ def run(out: Path, limit: int | None) -> None:
         for q in haystack.questions:
             kind = "abstention" if q.abstention else "legitimate"
             rows.append({"dataset": "longmemeval", "id": q.qid, "kind": kind, "question": q.text,
-                         "best_cosine": _best(memory, q.text)})
+                         "best_cosine": _best(memory, q.text), "coverage": _coverage(memory, q.text)})
         text = off[i % len(off)]
         rows.append({"dataset": "longmemeval", "id": f"{haystack.questions[0].qid}:offtopic",
-                     "kind": "offtopic", "question": text, "best_cosine": _best(memory, text)})
+                     "kind": "offtopic", "question": text, "best_cosine": _best(memory, text), "coverage": _coverage(memory, text)})
         memory.close()
     for haystack in tqdm(load_locomo(str(DATA / "locomo_dev.json.gz"), limit), desc="locomo", unit="conversation"):
         memory = _memory(haystack, chunker, cache)
         for q in haystack.questions:
             kind = "abstention" if q.abstention else "legitimate"
             rows.append({"dataset": "locomo", "id": q.qid, "kind": kind, "question": q.text,
-                         "best_cosine": _best(memory, q.text)})
+                         "best_cosine": _best(memory, q.text), "coverage": _coverage(memory, q.text)})
         for j, text in enumerate(off):
             rows.append({"dataset": "locomo", "id": f"{haystack.unit}:offtopic{j}", "kind": "offtopic",
-                         "question": text, "best_cosine": _best(memory, text)})
+                         "question": text, "best_cosine": _best(memory, text), "coverage": _coverage(memory, text)})
         memory.close()
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "rows.jsonl", "w") as f:

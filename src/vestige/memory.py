@@ -65,12 +65,16 @@ class Memory:
         embed_cache: str | os.PathLike[str] | EmbeddingCache | None = None,
         reranker: Reranker | str | None = None,
         rerank_depth: int = 50,
-        floor: float | None = None,
+        floor: float | str | None = "auto",
     ):
         if view not in VIEWS:
             raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
         self.store: Store = path if isinstance(path, Store) else SQLiteStore(Path(path) if str(path) != ":memory:" else ":memory:")
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        if floor == "auto":  # the embedder's calibrated floor, if it has one
+            floor = getattr(self.embedder, "relevance_floor", None)
+        elif isinstance(floor, str):
+            raise ValueError(f"floor must be a cosine, None or 'auto', got {floor!r}")
         self.view = view
         self.chunk_tokens = chunk_tokens
         self.settings = SearchSettings(

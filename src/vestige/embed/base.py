@@ -25,6 +25,9 @@ class Embedder(ABC):
     #: Tokens the window spends on special tokens ([CLS], [SEP]).
     special_tokens: int = 2
     batch_size: int = 32
+    #: Best cosine under which search answers "nothing relevant" (``Memory(floor="auto")``).
+    #: Calibrated per model on real data; None: this model has no calibrated floor.
+    relevance_floor: float | None = None
 
     @property
     def window(self) -> int:

@@ -1,0 +1,52 @@
+"""The relevance floor: search can answer nothing, and the committed calibration re-derives."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from vestige import Memory
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _floor_script():
+    spec = importlib.util.spec_from_file_location("floor_script", ROOT / "benchmarks" / "floor.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_search_under_the_floor_answers_nothing(tmp_path) -> None:
+    memory = Memory(tmp_path / "m.sqlite", embedder="hash", floor=0.5)
+    memory.add_session([{"role": "user", "content": "my cat Admon loves tuna"}], app="a")
+    assert memory.search("cat Admon tuna", app="a")
+    empty = memory.search("volcano physics lecture", app="a")
+    assert list(empty) == [] and "floor" in empty.notes[0] and empty.best_cosine < 0.5
+    assert memory.context("volcano physics lecture", app="a") == ""
+
+
+def test_floor_auto_takes_the_embedders_calibrated_value(tmp_path) -> None:
+    assert Memory(tmp_path / "h.sqlite", embedder="hash").settings.floor is None  # none calibrated
+    assert Memory(tmp_path / "f.sqlite", embedder="hash", floor=None).settings.floor is None
+
+
+def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question() -> None:
+    folder = ROOT / "benchmarks" / "results" / "floor"
+    script = _floor_script()
+    assert script.check(folder) == 0
+    rows = [json.loads(line) for line in open(folder / "rows.jsonl")]
+    from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+
+    floor = MiniLMOnnxEmbedder.relevance_floor
+    legit = [r for r in rows if r["kind"] == "legitimate"]
+    assert legit and all(r["best_cosine"] >= floor for r in legit)
+
+
+def test_check_fails_when_a_cell_is_edited(tmp_path) -> None:
+    folder = ROOT / "benchmarks" / "results" / "floor"
+    (tmp_path / "rows.jsonl").write_text((folder / "rows.jsonl").read_text())
+    summary = (folder / "summary.md").read_text()
+    (tmp_path / "summary.md").write_text(summary.replace("0/1421", "1/1421", 1))
+    assert _floor_script().check(tmp_path) == 1
