@@ -9,8 +9,8 @@ times; every LoCoMo conversation gets all 60). It records the best dense cosine 
 (``Results.best_cosine``), one row per question, and derives the trade-off table from the rows:
 floor -> legitimate questions lost, abstention and off-topic questions answered with nothing.
 
-    python benchmarks/floor.py --out benchmarks/results/floor            # both datasets
-    python benchmarks/floor.py --check benchmarks/results/floor          # recompute the tables
+    python benchmarks/floor.py --out benchmarks/floor_calibration            # both datasets
+    python benchmarks/floor.py --check benchmarks/floor_calibration          # recompute the tables
 
 The floor sits on the cosine, not on RRF scores, which carry only ranks.
 """
@@ -129,7 +129,7 @@ def check(folder: Path) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/floor"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/floor_calibration"))
     parser.add_argument("--limit", type=int, help="Only the first N haystacks of each dataset.")
     parser.add_argument("--check", type=Path, help="Recompute the table of a finished run and compare.")
     args = parser.parse_args()

@@ -33,7 +33,7 @@ def test_floor_auto_takes_the_embedders_calibrated_value(tmp_path) -> None:
 
 
 def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question() -> None:
-    folder = ROOT / "benchmarks" / "results" / "floor"
+    folder = ROOT / "benchmarks" / "floor_calibration"
     script = _floor_script()
     assert script.check(folder) == 0
     rows = [json.loads(line) for line in open(folder / "rows.jsonl")]
@@ -45,7 +45,7 @@ def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question
 
 
 def test_check_fails_when_a_cell_is_edited(tmp_path) -> None:
-    folder = ROOT / "benchmarks" / "results" / "floor"
+    folder = ROOT / "benchmarks" / "floor_calibration"
     (tmp_path / "rows.jsonl").write_text((folder / "rows.jsonl").read_text())
     summary = (folder / "summary.md").read_text()
     (tmp_path / "summary.md").write_text(summary.replace("0/1421", "1/1421", 1))
