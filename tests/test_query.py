@@ -72,7 +72,7 @@ def test_evidence_reranker_promotes_names_time_and_recency() -> None:
         _hit(3, "my best 5k time is 27 minutes", "2022-06-01T00:00:00"),
         _hit(4, "my best 5k time is now 25 minutes", "2023-04-01T00:00:00"),
     ]
-    rr = EvidenceReranker()
+    rr = EvidenceReranker(signals=("names", "time", "recency"))
     assert rr.rerank("When did I do yoga at Talkeetna?", list(hits), NOW)[0].chunk_id == 2
     names_only = EvidenceReranker(signals=("names",))
     assert set(names_only.rankings("what happened last Sunday?", hits, NOW)) == {"fused"}

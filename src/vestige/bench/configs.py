@@ -30,6 +30,9 @@ class BenchConfig:
     chunks_asked: int = 400  # chunk hits asked of Memory.search (both channels' depth)
     reranker: str | None = None  # a second stage (Memory(reranker=...)); None: the fused order
     rerank_depth: int = 50
+    # Follow-up variants (bench.followups): "none" asks the question; "previous" asks the bare
+    # follow-up with the topic in the previous turn; "alone" asks the bare follow-up only.
+    followup: str = "none"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,6 +82,17 @@ CONFIGS: dict[str, BenchConfig] = {
         replace(_DEFAULT, name="extract-fused", extract="fused",
                 description="ablation 5: default session ranking fused by RRF with the ranking "
                 "of the rule-based extracts"),
+        replace(_DEFAULT, name="evidence", reranker="evidence",
+                description="precision: default + the model-free second stage (names, time spans "
+                "resolved against the question date), fused by rank over the top 50"),
+        replace(_DEFAULT, name="evidence-recency", reranker="evidence:names,time,recency",
+                description="precision: the evidence second stage with the recency signal as well "
+                "(newer first when the question asks for the current state)"),
+        replace(_DEFAULT, name="followup", followup="previous",
+                description="follow-ups: the topic moved into the previous turn, the question left "
+                "bare; search(bare, previous=...)"),
+        replace(_DEFAULT, name="followup-alone", followup="alone",
+                description="follow-ups: the bare question alone, without the previous turn"),
     ]
 }
 

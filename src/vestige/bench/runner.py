@@ -36,6 +36,8 @@ from ..validate import check_session
 from .configs import BenchConfig
 from .data import Haystack, Question, load_locomo, load_longmemeval
 from .extract import condense
+from .followups import make_followup
+from ..rerank import get_reranker
 from .metrics import first_rank, session_metrics
 
 APP = "bench"
@@ -235,6 +237,7 @@ class Runner:
         self.cache = EmbeddingCache(self.cache_path) if self.cache_path else None
         self.progress = progress
         self.raw = shared_chunker(self.embedder, config.view, config.doc, config.channel == "lexical") if config.extract != "alone" else None
+        self._reranker = get_reranker(config.reranker)  # builds shared across configs get this config's
         self.extract = shared_extractor(config.extract_chars) if config.extract != "none" else None
         self.embedded: dict[str, float] = {"texts": 0, "tokens": 0, "seconds": 0.0}
 
@@ -305,6 +308,7 @@ class Runner:
             ":memory:", embedder=self.embedder, view=c.view if c.view in VIEWS else "split", embed_cache=self.cache,
             depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=not dense_only, chunker=chunker,
             reranker=c.reranker, rerank_depth=c.rerank_depth,
+            floor=None,  # the lab measures rankings; the floor is calibrated apart (benchmarks/floor.py)
         )
 
     def _index(self, items: list[Prepared], part: str) -> BenchMemory:
@@ -336,7 +340,11 @@ class Runner:
 
     def _channel_hits(self, memory: BenchMemory, query: str, now: str | None = None) -> list[Hit]:
         # The question's own date is "now" (a second stage may resolve "last Sunday" with it).
-        hits = list(memory.search(query, app=APP, k=self.config.chunks_asked, now=now))
+        previous = None
+        if self.config.followup != "none":
+            context, bare = make_followup(query)
+            query, previous = bare, (context if self.config.followup == "previous" else None)
+        hits = list(memory.search(query, app=APP, k=self.config.chunks_asked, now=now, previous=previous))
         if self.config.channel == "lexical":
             hits = sorted((h for h in hits if h.ranks.get("lexical")), key=lambda h: h.ranks["lexical"])
             for h in hits:
@@ -395,6 +403,7 @@ class Runner:
         roles = {p.session_id: [m.role for m in p.messages] for p in items}
         for name, memory in memories.items():
             memory.settings = self._settings(name)  # a shared build: this config's search settings
+            memory.reranker = self._reranker if name == "raw" else None
             hits = self._channel_hits(memory, question.text, question.date)
             rankings[name] = self._session_order(hits, n_chunks[name])
             if name == "raw":

@@ -1,6 +1,7 @@
 """Second-stage rerankers behind one interface; ``get_reranker`` resolves a spec string.
 
-Specs: ``none``; ``evidence`` (the model-free default second stage: names, time, recency);
+Specs: ``none``; ``evidence`` (the model-free second stage: names and time spans), or
+``evidence:names,time,recency`` to choose its signals;
 ``cross-encoder:PATH_OR_NAME`` (needs the ``[st]`` extra; loads lazily and falls back to the
 fused order if it cannot load).
 """
@@ -13,10 +14,14 @@ from .base import LazyReranker, Reranker
 def get_reranker(spec: str | None) -> Reranker | None:
     if spec in (None, "", "none"):
         return None
-    if spec == "evidence":
-        from .evidence import EvidenceReranker
+    if spec == "evidence" or spec.startswith("evidence:"):
+        from .evidence import DEFAULT_SIGNALS, SIGNALS, EvidenceReranker
 
-        return EvidenceReranker()
+        signals = tuple(spec.split(":", 1)[1].split(",")) if ":" in spec else DEFAULT_SIGNALS
+        unknown = set(signals) - set(SIGNALS)
+        if unknown:
+            raise ValueError(f"unknown evidence signals {sorted(unknown)}; use some of {', '.join(SIGNALS)}")
+        return EvidenceReranker(signals=signals)
     if spec.startswith("cross-encoder:"):
         model = spec.split(":", 1)[1]
 

@@ -7,8 +7,10 @@ rankings of the same candidates, each built from one explainable signal (ranks, 
   (a capital attests a name only away from the start of a sentence: see ``vestige.query``);
 - time: when the question names a span ("last Sunday", "in May", "two weeks ago"), resolved
   against ``now``, candidates dated inside it first, then by distance to it;
-- recency: when the question asks for the current state ("currently", "latest", "still"...),
-  newer candidates first, so that of two memories that disagree the newer one leads.
+- recency (off by default): when the question asks for the current state ("currently",
+  "latest", "still"...), newer candidates first. Measured on LongMemEval dev it lost 9
+  questions' MRR for 1 gained: the cue words do not single out knowledge updates, and newer is
+  not better among unrelated sessions (BENCHMARKS.md).
 
 A signal the question does not carry adds no ranking, so a plain question keeps its fused order.
 """
@@ -45,10 +47,14 @@ def _order(hits: Sequence[Hit], key) -> list[int]:
     return sorted(range(len(hits)), key=lambda i: (key(i), i))
 
 
+SIGNALS = ("names", "time", "recency")
+DEFAULT_SIGNALS = ("names", "time")
+
+
 class EvidenceReranker(Reranker):
     name = "evidence"
 
-    def __init__(self, rrf_k: int = RRF_K, signals: Sequence[str] = ("names", "time", "recency")):
+    def __init__(self, rrf_k: int = RRF_K, signals: Sequence[str] = DEFAULT_SIGNALS):
         self.rrf_k = rrf_k
         self.signals = tuple(signals)
 
