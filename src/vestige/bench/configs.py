@@ -29,6 +29,7 @@ class BenchConfig:
     b: float = lexical.B
     chunks_asked: int = 400  # chunk hits asked of Memory.search (both channels' depth)
     reranker: str | None = None  # a second stage (Memory(reranker=...)); None: the fused order
+    floor: float | None = None  # the relevance floor; None: rank everything (what recall measures)
     rerank_depth: int = 50
     # Follow-up variants (bench.followups): "none" asks the question; "previous" asks the bare
     # follow-up with the topic in the previous turn; "alone" asks the bare follow-up only.

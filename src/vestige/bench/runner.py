@@ -336,7 +336,8 @@ class Runner:
     def _settings(self, name: str) -> SearchSettings:
         c = self.config
         return SearchSettings(depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b,
-                              lexical=name == "extract" or c.channel != "dense", rerank_depth=c.rerank_depth)
+                              lexical=name == "extract" or c.channel != "dense", rerank_depth=c.rerank_depth,
+                              floor=c.floor)
 
     def _channel_hits(self, memory: BenchMemory, query: str, now: str | None = None) -> list[Hit]:
         # The question's own date is "now" (a second stage may resolve "last Sunday" with it).
