@@ -102,6 +102,7 @@ def test_each_channel_counts_an_item_once_and_hits_report_every_channel():
 
 
 def test_memory_hits_explain_their_ranks(memory):
+    memory.reranker = None  # the fused order itself, without the second stage
     add_all(memory, make_sessions(30, seed=3), app="a")
     hits = memory.search("copper falcon harbor", app="a", k=10)
     assert len(hits) == 10 and not hits.notes

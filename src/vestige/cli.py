@@ -109,12 +109,15 @@ def ingest(path: str, db: str | None, app: str, embedder: str, view: str, limit:
 @embedder_option
 @click.option("-k", "k", type=int, default=5, show_default=True, help="Number of results.")
 @click.option("--previous", help="The previous turn, for a follow-up question.")
+@click.option("--now", help="When the question is asked (ISO date; default: now), for 'last Sunday' and such.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON list.")
 @_fail_cleanly
-def search(query: str, db: str | None, app: str, embedder: str, k: int, previous: str | None, as_json: bool) -> None:
+def search(
+    query: str, db: str | None, app: str, embedder: str, k: int, previous: str | None, now: str | None, as_json: bool
+) -> None:
     """Search memory; each hit shows its rank in the dense and lexical channels."""
     memory = _open(db, embedder)
-    hits = memory.search(query, app=app, k=k, previous=previous)
+    hits = memory.search(query, app=app, k=k, previous=previous, now=now)
     for note in hits.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:

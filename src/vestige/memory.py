@@ -63,7 +63,7 @@ class Memory:
         lexical_fusion: bool = True,
         index_lexical: bool = True,
         embed_cache: str | os.PathLike[str] | EmbeddingCache | None = None,
-        reranker: Reranker | str | None = None,
+        reranker: Reranker | str | None = "evidence",
         rerank_depth: int = 50,
         floor: float | str | None = "auto",
     ):

@@ -56,7 +56,7 @@ def run_search(
     query_vectors = embedder.embed(texts)
     depth = max(settings.depth, k)
     # The second stage may lift any of the top rerank_depth candidates into the budget.
-    pool = max(k, settings.rerank_depth) if reranker is not None else k
+    pool = max(k, settings.rerank_depth) if reranker is not None and settings.lexical else k
     pool *= 2  # room for the duplicates merged below
     dense = store.dense_search(app, query_vectors, depth)
     notes: list[str] = []
@@ -107,7 +107,9 @@ def run_search(
             )
         )
     hits = _merge_duplicates(hits)
-    if reranker is not None and hits:
+    # The second stage re-reads fused candidates. Without the lexical channel (the kill switch,
+    # or an index that cannot be trusted) search is the vector-only ranking, byte for byte.
+    if reranker is not None and hits and lexical_ranking is not None:
         head = reranker.rerank(query, hits[: settings.rerank_depth], now)
         hits = head + hits[settings.rerank_depth :]
         if isinstance(reranker, LazyReranker) and reranker.error:
