@@ -147,7 +147,7 @@ def test_views(hash_embedder):
         Memory(":memory:", embedder="hash", view="nope")
 
 
-@pytest.mark.parametrize("view", ["all", "user", "both", "split"])
+@pytest.mark.parametrize("view", ["all", "user", "both", "split", "split-apart"])
 def test_views_in_the_store(tmp_path, view):
     with Memory(tmp_path / f"{view}.sqlite", embedder="hash", view=view) as mem:
         mem.add_session([{"role": m.role, "content": m.content} for m in CONVERSATION], app="a", session_id="s")
@@ -165,7 +165,8 @@ def test_views_in_the_store(tmp_path, view):
             assert assistant_word == []  # user turns only
         else:
             assert [views[c] for c, _ in assistant_word] == ["all"]
-        expect = {"all": {"all"}, "user": {"user"}, "both": {"all", "user"}, "split": {"all"}}[view]
+        expect = {"all": {"all"}, "user": {"user"}, "both": {"all", "user"}, "split": {"all"},
+                  "split-apart": {"user"}}[view]
         assert {views[c] for c in dense_ids} == expect
         assert mem.store.lexical_status("a") is None
         hits = mem.search("Ilse Graz luthier", app="a", k=10)

@@ -60,9 +60,9 @@ def main() -> None:
 @db_option
 @app_option
 @embedder_option
-@click.option("--view", type=click.Choice(["all", "user", "both", "split"]), default="split", show_default=True,
-              help="Index all turns, user turns only, both separately, or split (all turns "
-              "lexical, user turns dense).")
+@click.option("--view", type=click.Choice(["all", "user", "both", "split", "split-apart"]), default="split", show_default=True,
+              help="What is indexed: split (every turn in BM25, each chunk's vector reads its user "
+              "turns), split-apart (user-turn chunks in vectors only), all, user, or both.")
 @click.option("--limit", type=int, help="Read only the first N records of the file.")
 @click.option("--batch", type=int, default=64, show_default=True, help="Sessions stored per transaction.")
 @_fail_cleanly
