@@ -186,9 +186,9 @@ def bench_embedder(embedder: Embedder, chunk_texts: list[str], turn_texts: list[
 def bench_ingest(real: Embedder, sessions, workdir: Path, repeats: int, full: bool) -> tuple[dict, list[str], np.ndarray]:
     probe = Memory(":memory:", embedder=real)
     chunks = [c for s in sessions for c in probe.chunk(to_messages_input(s.messages))]
-    texts = [c.text for c in chunks if c.dense]
+    texts = [c.dense_text for c in chunks if c.dense]  # what ingest embeds (view split: user words)
     n_messages = sum(len(s.messages) for s in sessions)
-    tokens = sum(c.n_tokens for c in chunks if c.dense)
+    tokens = sum(real.count_tokens(t) for t in texts)
     log(f"  ingest corpus: {len(sessions)} sessions, {n_messages} messages, {len(chunks)} chunks, {tokens} tokens")
 
     start = time.perf_counter()
