@@ -118,8 +118,8 @@ def run_search(
 
 
 def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
-    """One hit per distinct text of a session: views "split" and "both" index some text twice
-    (once per channel or view). The first keeps its place and takes the best rank per channel."""
+    """One hit per distinct text of a session: views "both" and "split-apart" index some text
+    twice (once per view or channel). The first keeps its place and the best rank per channel."""
     kept: dict[tuple[str | None, str | None, str], Hit] = {}
     out = []
     for hit in hits:
