@@ -17,7 +17,7 @@ from ..fusion import RRF_K
 class BenchConfig:
     name: str
     description: str
-    view: str = "split"  # chunk view: all | user | both | split (see vestige.chunk) | split-apart
+    view: str = "split"  # chunk view: split | split-apart | all | user | both (see vestige.chunk)
     doc: str = "chunks"  # chunks: window-sized chunks; session: one document per session
     channel: str = "fused"  # fused (RRF) | dense (vectors only) | lexical (BM25 only)
     aggregate: str = "max"  # session score from its chunks: max | mean3 (mean of the top 3)

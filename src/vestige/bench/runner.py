@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..chunk import VIEWS, chunk_session
+from ..chunk import chunk_session
 from ..embed import Embedder, get_embedder
 from ..embed.cache import EmbeddingCache, text_key
 from ..fusion import rrf
@@ -87,21 +87,11 @@ class Chunker:
     def _make(self, messages: Sequence[Message]) -> list[Chunk]:
         if self.doc != "chunks":
             chunks = self._session_doc(messages)
-        elif self.view == "split-apart":
-            chunks = self._apart(messages)
         else:
             chunks = base_chunks(self.embedder, messages, self.view)
         if self.lexical_only:  # BM25 alone: nothing to embed, the dense channel stays empty
             chunks = [replace(c, dense=False) for c in chunks if c.lexical]
         return chunks
-
-    def _apart(self, messages: Sequence[Message]) -> list[Chunk]:
-        """The split view before it kept one chunk set: chunks of every turn in BM25 only, and
-        separate chunks of the user's turns in the dense channel only."""
-        lexical = [replace(c, dense=False, embed_text=None) for c in base_chunks(self.embedder, messages, "all")]
-        dense = [replace(c, lexical=False, position=len(lexical) + i)
-                 for i, c in enumerate(base_chunks(self.embedder, messages, "user"))]
-        return lexical + dense
 
     def _session_doc(self, messages: Sequence[Message]) -> list[Chunk]:
         """One lexical document per session (the whole session under the view) and vectors.
@@ -305,7 +295,7 @@ class Runner:
     def _memory(self, chunker: Callable[[Sequence[Message]], list[Chunk]], dense_only: bool) -> BenchMemory:
         c = self.config
         return BenchMemory(
-            ":memory:", embedder=self.embedder, view=c.view if c.view in VIEWS else "split", embed_cache=self.cache,
+            ":memory:", embedder=self.embedder, view=c.view, embed_cache=self.cache,
             depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=not dense_only, chunker=chunker,
             reranker=c.reranker, rerank_depth=c.rerank_depth,
             floor=None,  # the lab measures rankings; the floor is calibrated apart (benchmarks/floor.py)
