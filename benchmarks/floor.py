@@ -25,7 +25,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from vestige.bench.data import load_locomo, load_longmemeval
-from vestige.bench.runner import DEFAULT_CACHE, BenchMemory, shared_chunker
+from vestige.bench.runner import DEFAULT_CACHE, shared_chunker
+from vestige.memory import Memory
 from vestige import lexical
 from vestige.embed import get_embedder
 from vestige.embed.cache import EmbeddingCache
@@ -40,23 +41,23 @@ def offtopic_questions() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def _memory(haystack, chunker, cache) -> BenchMemory:
-    memory = BenchMemory(":memory:", chunker=chunker, embed_cache=cache, view="split")
+def _memory(haystack, chunker, cache) -> Memory:
+    memory = Memory(":memory:", chunker=chunker, embed_cache=cache, plan="split")
     memory.add_sessions(haystack.sessions, app="floor")
     return memory
 
 
-def _best(memory: BenchMemory, question: str) -> float | None:
+def _best(memory: Memory, question: str) -> float | None:
     return memory.search(question, app="floor", k=1).best_cosine
 
 
-def _coverage(memory: BenchMemory, question: str) -> float:
+def _coverage(memory: Memory, question: str) -> float:
     """Share of the question's distinct index terms that occur anywhere in the memory: a second
     absolute signal, recorded for study (the floor itself reads only the cosine)."""
     terms = sorted(set(lexical.analyze(question)))
     if not terms:
         return 0.0
-    found = sum(bool(memory.store.lexical_search("floor", [t], 1, lexical.K1, lexical.B)) for t in terms)
+    found = sum(bool(memory.lexical.search("floor", [t], 1, lexical.K1, lexical.B)) for t in terms)
     return found / len(terms)
 
 

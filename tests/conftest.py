@@ -89,7 +89,7 @@ def make_sessions(n: int, seed: int = 0, prefix: str = "s", turns: int = 4) -> l
 
 
 def add_all(mem: Memory, sessions: list[dict[str, Any]], app: str = "default") -> None:
-    from vestige.validate import SessionInput
+    from vestige.write.validate import SessionInput
 
     mem.add_sessions([SessionInput(s["messages"], s["session_id"], s.get("date"), s.get("metadata", {})) for s in sessions], app=app)
 

@@ -114,7 +114,7 @@ def test_writers_and_readers_share_one_file(tmp_path):
             assert found["kind"] == item["kind"]
             hits = memory.search(item["id"], app=APP, k=3)
             assert (hits[0].fact_id or hits[0].session_id) == item["id"]
-        assert memory.store.lexical_status(APP) is None  # the BM25 counters survived the race
+        assert memory.lexical.status(APP) is None  # the BM25 counters survived the race
         memory.close()
     finally:
         server.terminate()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vestige.context import FOOTER, HEADER, ContextBlock, build_context, place_context, with_context
+from vestige.context import FOOTER, HEADER, ContextBlock, place_context
 from vestige.errors import InvalidInput
 from vestige.memory import Memory
 
@@ -105,6 +105,6 @@ def test_place_context_with_content_parts_and_no_user_turn():
 
 def test_with_context_uses_the_last_user_turn(memory):
     messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Where did I move to?"}]
-    placed, block = with_context(memory, messages, app="me", budget_tokens=500)
+    placed, block = memory.with_context(messages, app="me", budget_tokens=500)
     assert "Lisbon" in block
     assert placed[-1]["content"].startswith(HEADER) and placed[-1]["content"].endswith("Where did I move to?")

@@ -127,7 +127,7 @@ def test_scores_match_bm25s(locomo_index, k1, b):
     for query in queries:
         terms = sorted(set(lexical.analyze(query)))
         want = _reference_scores(ref, terms, len(ids)) * (k1 + 1)  # see the module docstring
-        got_pairs = mem.store.lexical_search("locomo", lexical.analyze(query), len(ids), k1, b)
+        got_pairs = mem.lexical.search("locomo", lexical.analyze(query), len(ids), k1, b)
         got = np.zeros(len(ids))
         position = {cid: i for i, cid in enumerate(ids)}
         for cid, score in got_pairs:
@@ -151,7 +151,7 @@ def test_top_ranking_matches_bm25s(locomo_index):
             continue
         # ties broken by ascending chunk id, as the store does
         order = sorted((i for i in range(len(ids)) if want[i] > 0), key=lambda i: (-round(want[i], 9), ids[i]))[:10]
-        got = mem.store.lexical_search("locomo", terms, 10, 1.5, 0.75)
+        got = mem.lexical.search("locomo", terms, 10, 1.5, 0.75)
         assert [cid for cid, _ in got] == [ids[i] for i in order], query
 
 
@@ -160,8 +160,8 @@ def test_repeated_query_tokens_are_scored_once(locomo_index):
     query term once (so "oscar oscar" is not twice as much evidence as "oscar")."""
     mem, ids, corpus, _ = locomo_index
     ref = _reference(corpus, 1.5, 0.75)
-    once = mem.store.lexical_search("locomo", ["oscar", "bone"], len(ids), 1.5, 0.75)
-    twice = mem.store.lexical_search("locomo", ["oscar", "oscar", "bone"], len(ids), 1.5, 0.75)
+    once = mem.lexical.search("locomo", ["oscar", "bone"], len(ids), 1.5, 0.75)
+    twice = mem.lexical.search("locomo", ["oscar", "oscar", "bone"], len(ids), 1.5, 0.75)
     assert once == twice and once
     ref_once = _reference_scores(ref, ["oscar", "bone"], len(ids))
     ref_twice = _reference_scores(ref, ["oscar", "oscar", "bone"], len(ids))
@@ -181,12 +181,12 @@ def test_stored_statistics_match_the_corpus(locomo_index):
     assert total_len == sum(len(d) for d in corpus)
     assert version == lexical.VERSION
     assert [lengths[i] for i in ids] == [len(d) for d in corpus]
-    assert mem.store.lexical_status("locomo") is None
+    assert mem.lexical.status("locomo") is None
 
 
 def test_stopword_only_and_empty_queries(locomo_index):
     mem, *_ = locomo_index
-    assert mem.store.lexical_search("locomo", [], 10, 1.5, 0.75) == []
-    assert mem.store.lexical_search("locomo", lexical.analyze("what is the"), 10, 1.5, 0.75) == []
-    assert mem.store.lexical_search("locomo", ["oscar"], 0, 1.5, 0.75) == []
-    assert len(mem.store.lexical_search("locomo", ["oscar"], 2, 1.5, 0.75)) <= 2
+    assert mem.lexical.search("locomo", [], 10, 1.5, 0.75) == []
+    assert mem.lexical.search("locomo", lexical.analyze("what is the"), 10, 1.5, 0.75) == []
+    assert mem.lexical.search("locomo", ["oscar"], 0, 1.5, 0.75) == []
+    assert len(mem.lexical.search("locomo", ["oscar"], 2, 1.5, 0.75)) <= 2

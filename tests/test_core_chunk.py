@@ -8,8 +8,10 @@ import sqlite3
 
 import pytest
 
+from vestige.errors import ConfigError
+
 from vestige import lexical
-from vestige.chunk import chunk_session, split_code_fences
+from vestige.write.chunk import chunk_session, split_code_fences
 from vestige.memory import Memory
 from vestige.types import Message
 
@@ -141,25 +143,25 @@ def test_views(hash_embedder):
     assert split[0].dense_text == "My sister Ilse lives in Graz.\nShe works as a luthier."
     assistant_only = chunk_session([Message("assistant", "Welcome back!")], hash_embedder, "split")
     assert [(c.dense, c.lexical, c.embed_text) for c in assistant_only] == [(False, True, None)]
-    with pytest.raises(ValueError, match="unknown chunk view"):
+    with pytest.raises(ConfigError, match="unknown index plan"):
         chunk_session(CONVERSATION, hash_embedder, "assistant")
-    with pytest.raises(ValueError, match="unknown view"):
-        Memory(":memory:", embedder="hash", view="nope")
+    with pytest.raises(ConfigError, match="unknown index plan"):
+        Memory(":memory:", embedder="hash", plan="nope")
 
 
 @pytest.mark.parametrize("view", ["all", "user", "both", "split", "split-apart"])
 def test_views_in_the_store(tmp_path, view):
-    with Memory(tmp_path / f"{view}.sqlite", embedder="hash", view=view) as mem:
+    with Memory(tmp_path / f"{view}.sqlite", embedder="hash", plan=view) as mem:
         mem.add_session([{"role": m.role, "content": m.content} for m in CONVERSATION], app="a", session_id="s")
         conn = sqlite3.connect(mem.store.path)
         rows = conn.execute("SELECT id, view, vector IS NOT NULL, in_lexical FROM chunks ORDER BY id").fetchall()
         conn.close()
         dense_ids = {r[0] for r in rows if r[2]}
         lexical_ids = {r[0] for r in rows if r[3]}
-        assert {c for c, _ in mem.store.dense_search("a", mem.embedder.embed(["Graz"]), 100)} == dense_ids
-        found = {c for c, _ in mem.store.lexical_search("a", ["graz", "luthier", "schlossberg"], 100, 1.5, 0.75)}
+        assert {c for c, _ in mem.dense.search("a", mem.embedder.embed(["Graz"]), 100)} == dense_ids
+        found = {c for c, _ in mem.lexical.search("a", ["graz", "luthier", "schlossberg"], 100, 1.5, 0.75)}
         assert found == lexical_ids
-        assistant_word = mem.store.lexical_search("a", ["schlossberg"], 100, 1.5, 0.75)
+        assistant_word = mem.lexical.search("a", ["schlossberg"], 100, 1.5, 0.75)
         views = {r[0]: r[1] for r in rows}
         if view == "user":
             assert assistant_word == []  # user turns only
@@ -168,7 +170,7 @@ def test_views_in_the_store(tmp_path, view):
         expect = {"all": {"all"}, "user": {"user"}, "both": {"all", "user"}, "split": {"all"},
                   "split-apart": {"user"}}[view]
         assert {views[c] for c in dense_ids} == expect
-        assert mem.store.lexical_status("a") is None
+        assert mem.lexical.status("a") is None
         hits = mem.search("Ilse Graz luthier", app="a", k=10)
         assert hits and all(h.session_id == "s" for h in hits) and not hits.notes
 

@@ -24,7 +24,7 @@ def _cli(*args, env=None):
 
 
 def _dense_order(mem: Memory, app: str, query: str, k: int) -> list[tuple[int, float]]:
-    return mem.store.dense_search(app, mem.embedder.embed([query]), 200)[:k]
+    return mem.dense.search(app, mem.embedder.embed([query]), 200)[:k]
 
 
 def _assert_vector_only(mem: Memory, hits, app: str, query: str, k: int) -> None:
@@ -52,7 +52,7 @@ def _corrupt(db_path, sql: str) -> None:
 def test_index_lexical_false_falls_back_to_vectors(db_path):
     mem = Memory(db_path, embedder="hash", index_lexical=False)
     add_all(mem, make_sessions(10, seed=12), app="a")
-    reason = mem.store.lexical_status("a")
+    reason = mem.lexical.status("a")
     assert reason and "reindex" in reason
     assert mem.stats("a")["apps"]["a"]["lexical_index"] == reason
     for query in QUERIES:
@@ -60,7 +60,7 @@ def test_index_lexical_false_falls_back_to_vectors(db_path):
         assert len(hits.notes) == 1 and "lexical channel off" in hits.notes[0] and reason in hits.notes[0]
         _assert_vector_only(mem, hits, "a", query, 8)
     assert mem.reindex("a") == mem.stats("a")["apps"]["a"]["chunks"]
-    assert mem.store.lexical_status("a") is None
+    assert mem.lexical.status("a") is None
     hits = mem.search(QUERIES[0], app="a", k=8)
     # both channels again, so the default second stage re-reads the fused candidates
     assert not hits.notes and {h.stage for h in hits} == {"evidence"}
@@ -92,7 +92,7 @@ def test_corrupted_statistics_fall_back_and_doctor_says_why(built, sql, why):
     # writes while the index is untrusted keep it untrusted (no half-updated statistics)
     mem.add_fact("A new fact about the quartz mine.", app="a", fact_id="new")
     mem.delete("lighthouse", app="a")
-    assert mem.store.lexical_status("a")
+    assert mem.lexical.status("a")
     mem.close()
 
     doctor = _cli("doctor", "--db", str(built), "--embedder", "hash")
@@ -174,11 +174,11 @@ def test_an_untrusted_index_stays_untrusted_until_reindexed(db_path):
     off.close()
     mem = Memory(db_path, embedder="hash")
     mem.add_session([{"role": "user", "content": "an ordinary note about tea"}], app="a", session_id="s2")
-    assert "never built" in mem.store.lexical_status("a")
+    assert "never built" in mem.lexical.status("a")
     hits = mem.search("zorblax", app="a", k=5)
     assert hits.notes and [h.session_id for h in hits] == ["s2"]
     assert mem.reindex("a") == 1
-    assert mem.store.lexical_search("a", ["zorblax"], 10, 1.5, 0.75) == []
+    assert mem.lexical.search("a", ["zorblax"], 10, 1.5, 0.75) == []
     hits = mem.search("zorblax tea", app="a", k=5)
     assert not hits.notes and [(h.session_id, h.ranks["lexical"]) for h in hits] == [("s2", 1)]
     mem.close()

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from vestige.fusion import RRF_K, rrf
-from vestige.search import SearchSettings
+from vestige.read.fusion import RRF_K, rrf
+from vestige.read.search import SearchSettings
 
 from conftest import add_all, make_sessions
 
@@ -107,8 +107,8 @@ def test_memory_hits_explain_their_ranks(memory):
     hits = memory.search("copper falcon harbor", app="a", k=10)
     assert len(hits) == 10 and not hits.notes
     query_vec = memory.embedder.embed(["copper falcon harbor"])
-    dense = [c for c, _ in memory.store.dense_search("a", query_vec, 200)]
-    lexical = [c for c, _ in memory.store.lexical_search("a", ["copper", "falcon", "harbor"], 200, 1.5, 0.75)]
+    dense = [c for c, _ in memory.dense.search("a", query_vec, 200)]
+    lexical = [c for c, _ in memory.lexical.search("a", ["copper", "falcon", "harbor"], 200, 1.5, 0.75)]
     for hit in hits:
         assert set(hit.ranks) == {"dense", "lexical"}
         assert hit.stage == "fused"

@@ -14,7 +14,7 @@ from vestige.cli import main
 from vestige.errors import InvalidInput, UnknownApp
 from vestige.ingest import sessions_from_file
 from vestige.memory import Memory
-from vestige.validate import MAX_MESSAGE_CHARS, SessionInput
+from vestige.write.validate import MAX_MESSAGE_CHARS, SessionInput
 
 from conftest import LOCOMO_PATH, db_dump, make_sessions
 

@@ -56,22 +56,22 @@ def test_channels_filter_by_app_inside_the_store(two_apps):
         own = _chunk_ids(mem, app)
         for query in QUERIES:
             vec = mem.embedder.embed([query])
-            dense = mem.store.dense_search(app, vec, 10_000)
-            lex = mem.store.lexical_search(app, lexical.analyze(query), 10_000, 1.5, 0.75)
+            dense = mem.dense.search(app, vec, 10_000)
+            lex = mem.lexical.search(app, lexical.analyze(query), 10_000, 1.5, 0.75)
             assert {c for c, _ in dense} <= own
             assert {c for c, _ in lex} <= own
         # the dense channel sees every chunk of the app that has a vector, and nothing else
         with_vector = {
-            c for (c,) in mem.store._read(
+            c for (c,) in sqlite3.connect(mem.store.path).execute(
                 "SELECT c.id FROM chunks c JOIN apps a ON a.id = c.app_id "
                 "WHERE a.name = ? AND c.vector IS NOT NULL", (app,))
         }
         assert with_vector and with_vector <= own
-        assert {c for c, _ in mem.store.dense_search(app, mem.embedder.embed(["x"]), 10_000)} == with_vector
+        assert {c for c, _ in mem.dense.search(app, mem.embedder.embed(["x"]), 10_000)} == with_vector
     # fetching another app's chunk ids yields nothing
     assert mem.store.fetch_chunks("alice", sorted(_chunk_ids(mem, "bob"))) == {}
-    assert mem.store.dense_search("nobody", mem.embedder.embed(["x"]), 10) == []
-    assert mem.store.lexical_search("nobody", ["quartz"], 10, 1.5, 0.75) == []
+    assert mem.dense.search("nobody", mem.embedder.embed(["x"]), 10) == []
+    assert mem.lexical.search("nobody", ["quartz"], 10, 1.5, 0.75) == []
 
 
 def test_bm25_statistics_are_per_app(two_apps, tmp_path):
@@ -85,8 +85,8 @@ def test_bm25_statistics_are_per_app(two_apps, tmp_path):
     shared_keys, alone_keys = chunk_keys(two_apps, "bob"), chunk_keys(alone, "bob")
     for query in QUERIES:
         terms = lexical.analyze(query)
-        a = [(shared_keys[c], round(s, 12)) for c, s in two_apps.store.lexical_search("bob", terms, 1000, 1.5, 0.75)]
-        b = [(alone_keys[c], round(s, 12)) for c, s in alone.store.lexical_search("bob", terms, 1000, 1.5, 0.75)]
+        a = [(shared_keys[c], round(s, 12)) for c, s in two_apps.lexical.search("bob", terms, 1000, 1.5, 0.75)]
+        b = [(alone_keys[c], round(s, 12)) for c, s in alone.lexical.search("bob", terms, 1000, 1.5, 0.75)]
         assert a == b, query
     alone.close()
 
@@ -99,7 +99,7 @@ def test_get_list_and_stats_are_per_app(two_apps):
     assert mem.get("f1", app="alice")["text"].endswith("fact of alice.")
     with pytest.raises(NotFound):
         mem.get("s0", app="carol")
-    assert [i["session_id"] for i in mem.store.list_items("alice", "session", 100, 0)] == [f"s{i}" for i in range(12)]
+    assert [i["session_id"] for i in mem.list(app="alice", kind="session", limit=100)] == [f"s{i}" for i in range(12)]
     stats = mem.stats()
     assert set(stats["apps"]) == {"alice", "bob"}
     assert stats["apps"]["alice"]["sessions"] == 12 and stats["apps"]["alice"]["facts"] == 1

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from vestige import lexical
-from vestige.chunk import chunk_session
+from vestige.write.chunk import chunk_session
 from vestige.embed import get_embedder
 from vestige.ingest import locomo_sessions
 from vestige.memory import Memory
@@ -116,7 +116,7 @@ def locomo_memory(tmp_path_factory, locomo, minilm):
     """Every session of the 7 LoCoMo conversations (194) in one app. View "split": every turn in
     the lexical channel, the user's turns in the dense one (half the embedding cost)."""
     sessions = [s for record in locomo for s in locomo_sessions(record)]
-    mem = Memory(tmp_path_factory.mktemp("locomo") / "locomo.sqlite", embedder=minilm, view="split")
+    mem = Memory(tmp_path_factory.mktemp("locomo") / "locomo.sqlite", embedder=minilm, plan="split")
     mem.add_sessions(sessions, app="locomo")
     yield mem, sessions
     mem.close()
@@ -145,7 +145,7 @@ def test_rare_proper_noun_is_found_with_fusion(locomo_memory, locomo, question, 
     assert holders == [gold], f"{name!r} should occur in the evidence session only, found in {holders}"
     assert len(sessions) >= 150
     fused = mem.search(question, app="locomo", k=200)
-    dense_only = Memory(mem.store, embedder=mem.embedder, view="split", lexical_fusion=False).search(question, app="locomo", k=200)
+    dense_only = Memory(mem.store, embedder=mem.embedder, plan="split", lexical_fusion=False).search(question, app="locomo", k=200)
     fused_rank, dense_rank = _rank(fused, gold), _rank(dense_only, gold)
     assert not fused.notes
     assert fused_rank is not None and fused_rank <= 5, (

@@ -11,7 +11,7 @@ from vestige import lexical
 from vestige.embed.hashing import HashEmbedder
 from vestige.errors import EmbedderMismatch, NotFound, SchemaError, UnknownApp
 from vestige.memory import Memory
-from vestige.store.migrations import MIGRATIONS
+from vestige.store.sqlite.migrations import MIGRATIONS
 from vestige.store.sqlite import SQLiteStore
 
 from conftest import WORDS, add_all, chunk_keys, make_sessions
@@ -41,13 +41,13 @@ def _rows(path, sql, params=()):
 
 def _lexical_by_key(mem: Memory, app: str, query: str) -> list[tuple]:
     keys = chunk_keys(mem, app)
-    pairs = mem.store.lexical_search(app, lexical.analyze(query), 10_000, 1.5, 0.75)
+    pairs = mem.lexical.search(app, lexical.analyze(query), 10_000, 1.5, 0.75)
     return sorted((keys[c], round(s, 10)) for c, s in pairs)
 
 
 def _dense_by_key(mem: Memory, app: str, query: str) -> list[tuple]:
     keys = chunk_keys(mem, app)
-    pairs = mem.store.dense_search(app, mem.embedder.embed([query]), 10_000)
+    pairs = mem.dense.search(app, mem.embedder.embed([query]), 10_000)
     return sorted((keys[c], round(s, 6)) for c, s in pairs)
 
 
@@ -60,7 +60,7 @@ def _lex_stats(mem: Memory, app: str) -> tuple[int, int]:
 
 def test_schema_pragmas_and_migrations(db_path):
     store = SQLiteStore(db_path)
-    conn = store._conn
+    conn = store._db.conn  # the store's own connection: foreign_keys and busy_timeout are per connection
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
@@ -122,7 +122,7 @@ def test_reingesting_the_same_sessions_changes_nothing(db_path):
     tables = ("sessions", "messages", "facts", "chunks", "lex_postings", "lex_stats", "lex_terms")
     snapshot = {t: _rows(db_path, f"SELECT * FROM {t} ORDER BY 1, 2") for t in tables}
     calls = len(embedder.calls)
-    from vestige.validate import SessionInput
+    from vestige.write.validate import SessionInput
 
     report = mem.add_sessions([SessionInput(s["messages"], s["session_id"], s["date"]) for s in sessions], app="a")
     assert report.unchanged == [f"s{i}" for i in range(10)]
@@ -145,7 +145,7 @@ def test_changed_content_replaces(memory):
     add_all(memory, sessions, app="a")
     n_chunks = memory.stats("a")["apps"]["a"]["chunks"]
     sessions[2]["messages"] = [{"role": "user", "content": "Entirely new words: xylophone zeppelin."}]
-    from vestige.validate import SessionInput
+    from vestige.write.validate import SessionInput
 
     report = memory.add_sessions([SessionInput(s["messages"], s["session_id"], s["date"]) for s in sessions], app="a")
     assert report.replaced == ["s2"] and len(report.unchanged) == 5 and report.added == []
@@ -173,7 +173,7 @@ def test_changed_content_replaces(memory):
 
 def test_duplicate_ids_in_one_batch_are_refused(memory):
     from vestige.errors import InvalidInput
-    from vestige.validate import SessionInput
+    from vestige.write.validate import SessionInput
 
     s = [{"role": "user", "content": "x"}]
     with pytest.raises(InvalidInput, match="'dup' appears twice"):
@@ -206,13 +206,13 @@ def test_delete_equals_a_fresh_build_of_the_rest(tmp_path):
     keep_facts = [f for f in facts if f[0] != "f3"]
     fresh = _build(tmp_path / "fresh.sqlite", keep_sessions, keep_facts)
     assert _lex_stats(mem, "a") == _lex_stats(fresh, "a") != before
-    assert mem.store.lexical_status("a") is None
+    assert mem.lexical.status("a") is None
     for query in QUERIES + ["fact 3", "unobtanium"]:
         assert _lexical_by_key(mem, "a", query) == _lexical_by_key(fresh, "a", query), query
         assert _dense_by_key(mem, "a", query) == _dense_by_key(fresh, "a", query), query
-    assert mem.store.lexical_search("a", ["unobtanium"], 10, 1.5, 0.75) == []
-    term_id = _rows(mem.store.path, "SELECT id FROM lex_terms WHERE term = 'unobtanium'")[0][0]
-    assert _rows(mem.store.path, "SELECT count(*) FROM lex_postings WHERE term_id = ?", (term_id,)) == [(0,)]
+    assert mem.lexical.search("a", ["unobtanium"], 10, 1.5, 0.75) == []
+    # a term that only deleted text held leaves the dictionary too (deleted text leaves nothing)
+    assert _rows(mem.store.path, "SELECT count(*) FROM lex_terms WHERE term = 'unobtanium'") == [(0,)]
     # text, messages and vectors are gone too
     for table, column in (("sessions", "external_id"), ("facts", "external_id")):
         ids = {r[0] for r in _rows(mem.store.path, f"SELECT {column} FROM {table}")}

@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from vestige import Memory
-from vestige.query import analyze_query, proper_nouns, resolve_time
+from vestige.read.query import analyze_query, proper_nouns, resolve_time
 from vestige.rerank.evidence import EvidenceReranker
 from vestige.types import Hit
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import subprocess
 
+import sqlite3
+
 import httpx
+
 import pytest
 from test_server_support import VESTIGE, ServerThread, free_port, vestige_env, wait_for_http
 
 from vestige.memory import Memory
 from vestige.server.app import create_app
-from vestige.server.keys import KeyStore
+from vestige.keys import KeyStore
 
 SESSION = {
     "session_id": "s1",
@@ -212,7 +215,7 @@ def test_revoked_key_is_refused(server):
 
 
 def test_only_a_hash_of_each_key_is_stored(server):
-    rows = server.memory.store._read("SELECT key_hash, prefix FROM api_keys")
+    rows = sqlite3.connect(server.memory.store.path).execute("SELECT key_hash, prefix FROM api_keys").fetchall()
     dump = "\n".join(str(r) for r in rows)
     for key in server.keys.values():
         assert key not in dump

@@ -93,7 +93,7 @@ def test_lost_postings_fail_health_even_when_counters_look_right(tmp_path):
     with sqlite3.connect(db) as conn:  # the counters still match the chunks; the postings are gone
         conn.execute("DELETE FROM lex_postings")
     memory = Memory(db, embedder="hash")
-    assert memory.store.lexical_status("me") is None  # the cheap check sees nothing wrong
+    assert memory.lexical.status("me") is None  # the cheap check sees nothing wrong
     report = check(memory)
     assert not report.ok and not report.apps["me"]["lexical"]["ok"]
     with ServerThread(create_app(memory)) as srv:

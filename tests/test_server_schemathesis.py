@@ -17,7 +17,7 @@ from test_server_support import ServerThread
 
 from vestige.memory import Memory
 from vestige.server.app import create_app
-from vestige.server.keys import KeyStore
+from vestige.keys import KeyStore
 
 APP = "fuzz"
 

@@ -80,7 +80,7 @@ def vestige_env() -> dict[str, str]:
 
 
 def create_key(db: Path | str, app: str) -> str:
-    from vestige.server.keys import KeyStore
+    from vestige.keys import KeyStore
     from vestige.store.sqlite import SQLiteStore
 
     store = SQLiteStore(db)

@@ -1,17 +1,26 @@
 """vestige: long-term memory for AI agents in one SQLite file (dense + BM25, fused by rank)."""
 
 from .errors import (
+    ConcurrentUpdate,
+    ConfigError,
+    DatabaseNotFound,
     EmbedderMismatch,
     InvalidInput,
     MissingDependency,
+    NotADatabase,
     NotFound,
+    PlanMismatch,
+    SchemaError,
+    StoreError,
     UnknownApp,
     VestigeError,
 )
 from .memory import IngestReport, Memory
-from .search import Results
+from .read.search import Results
+from .store import Store, open_store
 from .types import Chunk, Hit, Message
-from .validate import SessionInput
+from .write.plan import ChunkSet, IndexPlan
+from .write.validate import SessionInput
 
 __version__ = "0.1.0"
 
@@ -29,4 +38,15 @@ __all__ = [
     "NotFound",
     "EmbedderMismatch",
     "MissingDependency",
+    "ConfigError",
+    "PlanMismatch",
+    "ConcurrentUpdate",
+    "StoreError",
+    "SchemaError",
+    "DatabaseNotFound",
+    "NotADatabase",
+    "Store",
+    "open_store",
+    "IndexPlan",
+    "ChunkSet",
 ]

@@ -1,27 +1,25 @@
 """The context block: what an agent puts in its prompt, and where it goes.
 
-``build_context`` searches, keeps the best snippets that fit a token budget and formats them,
-each with its date and source, in a stable layout that ends with the rule that these are past
-records. ``place_context`` puts the block in the last user turn of an OpenAI-style message list,
-just before the question: what is closest to the question steers hardest, the stable prefix of
-the prompt stays cacheable, and no chat template sees a second system message.
+``build_context`` takes search results and a token counter, keeps the best snippets that fit
+a budget and formats them, each with its date and source, in a stable layout that ends with the
+rule that these are past records (``Memory.context`` searches and calls it). ``place_context``
+puts the block in the last user turn of an OpenAI-style message list, just before the question:
+what is closest to the question steers hardest, the stable prefix of the prompt stays
+cacheable, and no chat template sees a second system message.
 
-The block is empty when nothing is found (and, once issue 4 lands, when nothing passes the
-relevance floor: see ``min_score``).
+The block is empty when nothing is found or nothing passes the relevance floor.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import InvalidInput, UnknownApp
+from .errors import InvalidInput
+from .settings import CONTEXT_BUDGET_TOKENS
 from .types import Hit
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 #: Opening and closing lines of every non-empty block. Changing them changes every prompt:
 #: keep them stable so prompt caches and evaluations stay comparable.
@@ -104,36 +102,34 @@ def _check_budget(budget_tokens: Any) -> int:
     return budget_tokens
 
 
-def build_context(
-    memory: "Memory",
-    query: str,
-    *,
-    app: str,
-    budget_tokens: int = 1000,
-    k: int = 32,
-    previous: str | None = None,
-    min_score: float | None = None,
-    order: str = "date",
-) -> ContextBlock:
-    """Search ``app`` for ``query`` and format the best hits that fit ``budget_tokens``.
-
-    Tokens are counted with the embedder's tokenizer, frame included. Hits are taken best first;
-    one that does not fit whole is skipped (never cut), and a note says so. ``order="date"``
-    prints the kept snippets oldest first (a timeline), ``"relevance"`` best first.
-
-    ``min_score`` is the hook for the relevance floor (issue 4): hits scoring under it are
-    dropped, so a question the memory knows nothing about gets an empty block. With ``None``
-    (the default, until the floor is calibrated) every hit may be used.
-    """
+def check_options(budget_tokens: Any, order: str) -> int:
+    """The budget as an int, or InvalidInput; checked before anything is searched."""
     budget = _check_budget(budget_tokens)
     if order not in ORDERS:
         raise InvalidInput(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
-    try:
-        results = memory.search(query, app=app, k=k, previous=previous)
-    except UnknownApp:
-        return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
-    notes = list(results.notes)
-    hits = list(results)
+    return budget
+
+
+def build_context(
+    hits: Sequence[Hit],
+    count_tokens: Callable[[str], int],
+    *,
+    budget_tokens: int = CONTEXT_BUDGET_TOKENS,
+    min_score: float | None = None,
+    order: str = "date",
+    notes: Sequence[str] = (),
+) -> ContextBlock:
+    """Format the best of ``hits`` (best first) that fit ``budget_tokens``.
+
+    Tokens are counted with ``count_tokens`` (the embedder's tokenizer), frame included. Hits
+    are taken best first; one that does not fit whole is skipped (never cut), and a note says
+    so. ``order="date"`` prints the kept snippets oldest first (a timeline), ``"relevance"``
+    best first. ``min_score`` drops hits scoring under it. ``notes`` (from the search) are
+    carried into the block's notes. ``Memory.context`` searches and calls this.
+    """
+    budget = check_options(budget_tokens, order)
+    notes = list(notes)
+    hits = list(hits)
     if min_score is not None:
         kept = [h for h in hits if h.score >= min_score]
         if len(kept) < len(hits):
@@ -142,7 +138,7 @@ def build_context(
     if not hits:
         return ContextBlock(notes=notes)
 
-    count = memory.embedder.count_tokens
+    count = count_tokens
     frame = count(HEADER) + count(FOOTER)
     if frame >= budget:
         return ContextBlock(notes=notes + [f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)"])
@@ -209,23 +205,13 @@ def place_context(messages: Sequence[dict[str, Any]], block: str) -> list[dict[s
     return out
 
 
-def with_context(
-    memory: "Memory",
-    messages: Sequence[dict[str, Any]],
-    *,
-    app: str,
-    budget_tokens: int = 1000,
-    **options: Any,
-) -> tuple[list[dict[str, Any]], ContextBlock]:
-    """Retrieve for the last user turn (a follow-up also uses the turn before it) and place the block.
-
-    Returns (new messages, the block).
-    """
+def question_of(messages: Sequence[Any]) -> tuple[str, str | None]:
+    """(the last user turn's text, the turn before it when that is a user or assistant turn):
+    what to search for a chat, a follow-up included. The system prompt is never "previous"."""
     i = _last_user_index(messages)
     query = _text_of(messages[i].get("content"))
-    previous = None
     before = messages[i - 1] if i > 0 else None
-    if isinstance(before, dict) and before.get("role") in ("user", "assistant"):  # not the system prompt
-        previous = _text_of(before.get("content"))
-    block = build_context(memory, query, app=app, budget_tokens=budget_tokens, previous=previous or None, **options)
-    return place_context(messages, block), block
+    previous = None
+    if isinstance(before, dict) and before.get("role") in ("user", "assistant"):
+        previous = _text_of(before.get("content")) or None
+    return query, previous

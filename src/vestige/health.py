@@ -25,8 +25,7 @@ import numpy as np
 from . import lexical
 from .embed.base import dequantize, quantize
 from .memory import Memory
-from .store.base import LexicalUnavailable
-from .store.sqlite import SQLiteStore
+from .store.base import LexicalUnavailable, open_store
 
 PROBE_TEXT = "vestige health probe: the quartz lighthouse keeper feeds seventeen herons"
 PROBE_QUERY = "quartz lighthouse herons"
@@ -71,7 +70,7 @@ def _embed_checked(memory: Memory, texts: list[str]) -> np.ndarray:
 
 def probe_channels(memory: Memory) -> dict[str, dict]:
     """Index the probe in a scratch in-memory store with this embedder; find it per channel."""
-    scratch = Memory(SQLiteStore(":memory:"), embedder=memory.embedder)
+    scratch = Memory(open_store(":memory:"), embedder=memory.embedder)
     out: dict[str, dict] = {}
     try:
         start = time.perf_counter()
@@ -81,8 +80,8 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
         query = _embed_checked(memory, [PROBE_QUERY])
         out["embed"] = {"ok": True, "ms": _ms(start)}
         for channel, run in (
-            ("dense", lambda: scratch.store.dense_search("probe", query, 2)),
-            ("lexical", lambda: scratch.store.lexical_search("probe", lexical.analyze(PROBE_QUERY), 2, 1.5, 0.75)),
+            ("dense", lambda: scratch.dense.search("probe", query, 2)),
+            ("lexical", lambda: scratch.lexical.search("probe", lexical.analyze(PROBE_QUERY), 2)),
         ):
             start = time.perf_counter()
             try:
@@ -104,26 +103,16 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
         for channel in ("dense", "lexical"):
             out.setdefault(channel, {"ok": False, "error": "not run: embedding failed"})
     finally:
-        scratch.store.close()
+        scratch.close()
     return out
 
 
-def _sample_chunk(store: SQLiteStore, app: str) -> tuple[int, str, bytes | None, int, str | None] | None:
-    """The app's most recent chunk: (id, text, int8 vector or None, in_lexical, embed_text)."""
-    rows = store._read(
-        "SELECT c.id, c.text, c.vector, c.in_lexical, c.embed_text FROM chunks c JOIN apps a ON a.id = c.app_id "
-        "WHERE a.name = ? ORDER BY c.id DESC LIMIT 1",
-        (app,),
-    )
-    return rows[0] if rows else None
-
-
-def _found(store: SQLiteStore, app: str, ranking: list[tuple[int, float]], chunk_id: int, text: str) -> int | None:
+def _found(memory: Memory, app: str, ranking: list[tuple[int, float]], chunk_id: int, text: str) -> int | None:
     """1-based rank of the chunk (or of a chunk with the very same text) in a ranking."""
     ids = [cid for cid, _ in ranking[:TOP]]
     if chunk_id in ids:
         return ids.index(chunk_id) + 1
-    rows = store.fetch_chunks(app, ids)
+    rows = memory.store.fetch_chunks(app, ids)
     for rank, cid in enumerate(ids, 1):
         if cid in rows and rows[cid].text == text:
             return rank
@@ -132,23 +121,20 @@ def _found(store: SQLiteStore, app: str, ranking: list[tuple[int, float]], chunk
 
 def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
     """Retrieve the app's most recent chunk from the real index, through each channel."""
-    store = memory.store
     out: dict[str, Any] = {"ok": True}
-    if not isinstance(store, SQLiteStore):
-        return {"ok": True, "note": "index self-check needs a SQLite store; skipped"}
-    sample = _sample_chunk(store, app)
+    sample = memory.store.sample_chunk(app)
     if sample is None:
         return {"ok": True, "note": "empty"}
-    chunk_id, text, blob, in_lexical, embed_text = sample
-    if blob is not None:
+    chunk_id, text, embed_text = sample.chunk_id, sample.text, sample.embed_text
+    if sample.vector is not None:
         start = time.perf_counter()
         try:
             vector = _embed_checked(memory, [embed_text if embed_text is not None else text])
-            stored = dequantize(np.frombuffer(blob, dtype=np.int8).reshape(1, -1))
+            stored = dequantize(sample.vector.reshape(1, -1))
             if stored.shape[1] != vector.shape[1]:
                 raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")
             agreement = float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0])
-            rank = _found(store, app, store.dense_search(app, vector, TOP), chunk_id, text)
+            rank = _found(memory, app, memory.dense.search(app, vector, TOP), chunk_id, text)
             ok = rank is not None and agreement >= AGREEMENT
             out["dense"] = {"ok": ok, "ms": _ms(start), "rank": rank, "agreement": round(agreement, 3)}
             if not ok:
@@ -158,11 +144,11 @@ def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
                 )
         except Exception as exc:
             out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
-    if in_lexical:
+    if sample.lexical:
         start = time.perf_counter()
         try:
-            ranking = store.lexical_search(app, lexical.analyze(text), TOP, memory.settings.k1, memory.settings.b)
-            rank = _found(store, app, ranking, chunk_id, text)
+            ranking = memory.lexical.search(app, lexical.analyze(text), TOP, memory.settings.k1, memory.settings.b)
+            rank = _found(memory, app, ranking, chunk_id, text)
             out["lexical"] = {"ok": rank is not None, "ms": _ms(start), "rank": rank}
             if rank is None:
                 out["lexical"]["error"] = f"chunk {chunk_id} not in the lexical top {TOP} for its own words"
@@ -180,7 +166,7 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
     ``apps`` limits the index check (None: every app).
     """
     report = HealthReport()
-    report.add(True, f"database {getattr(memory.store, 'path', '?')} opened (schema current)")
+    report.add(True, f"database {memory.store.location} opened (schema current)")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
     report.channels = probe_channels(memory)
     for name, result in report.channels.items():
@@ -197,7 +183,8 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
             if channel in result:
                 r = result[channel]
                 parts.append(f"{channel} " + (f"rank {r['rank']} in {r['ms']} ms" if r["ok"] else r.get("error", "failed")))
-        stats = memory.store.stats(app)["apps"].get(app, {})
-        summary = f"{stats.get('sessions', 0)} sessions, {stats.get('facts', 0)} facts, {stats.get('chunks', 0)} chunks"
+        counts = memory.store.counts(app)
+        summary = (f"{counts.sessions} sessions, {counts.facts} facts, {counts.chunks} chunks"
+                   if counts else "empty")
         report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
     return report

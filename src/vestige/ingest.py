@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput
-from .validate import SessionInput
+from .write.validate import SessionInput
 
 
 def read_text(path: str | Path) -> str:

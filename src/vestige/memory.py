@@ -1,30 +1,41 @@
-"""The Python API: ``Memory`` ties the stages together over one store."""
+"""``Memory``: the composition root and the only door. The CLI, HTTP, MCP and the bench call it.
+
+It opens a store (``open_store``), fixes the embedder and index plan in the database (the
+first writer's choice wins), and runs the pipeline: validate -> plan -> chunk -> embed -> store
+on the way in; channels -> fusion -> second stage -> floor -> context on the way out.
+"""
 
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from . import lexical
-from .chunk import VIEWS, chunk_session
+from . import lexical, settings
+from .context import ContextBlock, build_context, check_options, place_context, question_of
 from .dates import normalise_date, now_iso
-from .embed import DEFAULT_EMBEDDER, Embedder, get_embedder, quantize
+from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
-from .errors import EmbedderMismatch, InvalidInput, NotFound, UnknownApp
+from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, UnknownApp
+from .keys import KeyStore
+from .lexical import LexicalChannel
+from .read.search import Channels, Results, SearchSettings, run_search
 from .rerank import Reranker, get_reranker
-from .search import Results, SearchSettings, run_search
-from .store.base import FactRecord, IndexedChunk, SessionRecord, Store
-from .store.sqlite import SQLiteStore
+from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
 from .types import Chunk, Message
-from .validate import SessionInput, check_app, check_session, check_unique, content_hash
+from .vectors import DenseIndex, ExactDenseIndex
+from .write.chunk import chunk_session
+from .write.plan import IndexPlan, get_plan
+from .write.validate import SessionInput, check_app, check_session, check_unique, content_hash
 
-DEFAULT_APP = "default"
+DEFAULT_APP = settings.DEFAULT_APP
+APPEND_RETRIES = 20  # compare-and-swap rounds before an append gives up under contention
+
+Chunker = Callable[[Sequence[Message]], list[Chunk]]
 
 
 @dataclass
@@ -40,70 +51,144 @@ class IngestReport:
         self.unchanged += other.unchanged
         self.chunks += other.chunks
 
+    def status_of(self, item_id: str) -> str:
+        for status in ("added", "replaced", "unchanged"):
+            if item_id in getattr(self, status):
+                return status
+        raise KeyError(item_id)
+
 
 class Memory:
-    """Long-term memory in one SQLite file.
+    """Long-term memory over one store (a SQLite file by default).
 
     >>> memory = Memory("memory.sqlite")
     >>> memory.add_session([{"role": "user", "content": "My cat is called Admon."}], app="me")
     >>> memory.search("What is my cat's name?", app="me", k=5)
+
+    ``embedder`` and ``plan`` default to what the database records, else to the defaults of
+    ``vestige.settings``; naming others than the recorded ones raises ``EmbedderMismatch`` or
+    ``PlanMismatch``. ``create=False`` refuses a database that does not exist yet.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str] | Store = ":memory:",
+        location: str | os.PathLike[str] | Store = ":memory:",
         *,
-        embedder: str | Embedder = DEFAULT_EMBEDDER,
-        view: str = "split",
+        embedder: str | Embedder | None = None,
+        plan: str | IndexPlan | None = None,
         chunk_tokens: int | None = None,
-        depth: int = 200,
-        rrf_k: int = 60,
-        k1: float = lexical.K1,
-        b: float = lexical.B,
+        depth: int = settings.DEPTH,
+        rrf_k: int = settings.FUSION_RRF_K,
+        k1: float = settings.BM25_K1,
+        b: float = settings.BM25_B,
         lexical_fusion: bool = True,
         index_lexical: bool = True,
         embed_cache: str | os.PathLike[str] | EmbeddingCache | None = None,
-        reranker: Reranker | str | None = "evidence",
-        rerank_depth: int = 50,
-        floor: float | str | None = "auto",
+        reranker: Reranker | str | None = settings.RERANKER,
+        rerank_depth: int = settings.RERANK_DEPTH,
+        floor: float | str | None = settings.FLOOR,
+        create: bool = True,
+        chunker: Chunker | None = None,
     ):
-        if view not in VIEWS:
-            raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
-        self.store: Store = path if isinstance(path, Store) else SQLiteStore(Path(path) if str(path) != ":memory:" else ":memory:")
-        self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
-        if floor == "auto":  # the embedder's calibrated floor, if it has one
-            floor = getattr(self.embedder, "relevance_floor", None)
-        elif isinstance(floor, str):
-            raise ValueError(f"floor must be a cosine, None or 'auto', got {floor!r}")
-        self.view = view
+        self.store: Store = open_store(location, create=create)
+        try:
+            self.embedder, self.plan = self._fix_embedder_and_plan(embedder, plan)
+            self.settings = SearchSettings(
+                depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
+                floor=self._floor(floor),
+            )
+            # A second stage re-reads the top fused candidates (None: the fused order is final).
+            self.reranker = get_reranker(reranker) if isinstance(reranker, str) or reranker is None else reranker
+        except BaseException:
+            self.store.close()
+            raise
         self.chunk_tokens = chunk_tokens
-        self.settings = SearchSettings(
-            depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
-            floor=floor,
-        )
-        # A second stage re-reads the top fused candidates (None: the fused order is final).
-        self.reranker = get_reranker(reranker) if isinstance(reranker, str) else reranker
         self.index_lexical = index_lexical
+        # The lab's hook: a function messages -> chunks used instead of the plan's chunking.
+        self._chunker = chunker
         # A cache given as a path is this memory's to close; a cache object is the caller's.
         self._owns_cache = isinstance(embed_cache, (str, os.PathLike))
         self.cache = EmbeddingCache(embed_cache) if self._owns_cache else embed_cache
-        self._check_embedder()
+        self.dense: DenseIndex = ExactDenseIndex(self.store)
+        self.lexical = LexicalChannel(self.store)
+        self.keys = KeyStore(self.store)
+        self._owns_store = True
 
     # -- setup ----------------------------------------------------------------------------
 
-    def _check_embedder(self) -> None:
-        stored = self.store.get_meta("embedder")
-        if stored is None:
-            self.store.set_meta("embedder", self.embedder.model_id)
-            self.store.set_meta("dim", str(self.embedder.dim))
-        elif stored != self.embedder.model_id:
-            raise EmbedderMismatch(
-                f"{getattr(self.store, 'path', 'this store')} was built with embedder {stored!r}, "
-                f"not {self.embedder.model_id!r}; open it with that embedder or use another file"
+    def _fix_embedder_and_plan(
+        self, embedder: str | Embedder | None, plan: str | IndexPlan | None
+    ) -> tuple[Embedder, IndexPlan]:
+        """Resolve both, then record them under the write lock; a database keeps its first."""
+        where = self.store.location
+        stored_model = self.store.get_meta("embedder")
+        if embedder is None:
+            embedder = self.store.get_meta("embedder_spec") or (
+                spec_for_model_id(stored_model) if stored_model else settings.EMBEDDER
             )
+            if embedder is None:
+                raise ConfigError(
+                    f"{where} was built with embedder {stored_model!r}, which vestige cannot rebuild by "
+                    "name; pass the same embedder (Memory(embedder=...) or --embedder)"
+                )
+        resolved = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        if not isinstance(resolved, Embedder):
+            raise ConfigError(f"embedder must be a spec string or an Embedder, got {type(embedder).__name__}")
+        if plan is None:
+            recorded = self.store.get_meta("index_plan")
+            chosen = IndexPlan.from_json(recorded) if recorded else get_plan(settings.PLAN)
+        else:
+            chosen = get_plan(plan)
+        claim = {"embedder": resolved.model_id, "dim": str(resolved.dim), "index_plan": chosen.to_json()}
+        if isinstance(embedder, str):
+            claim["embedder_spec"] = embedder
+        fixed = self.store.claim_meta(claim)
+        if fixed["embedder"] != resolved.model_id:
+            raise EmbedderMismatch(
+                f"{where} was built with embedder {fixed['embedder']!r}, not {resolved.model_id!r}; "
+                "open it with that embedder or use another file"
+            )
+        recorded_plan = IndexPlan.from_json(fixed["index_plan"])
+        if not recorded_plan.same_index(chosen):
+            raise PlanMismatch(
+                f"{where} was indexed with plan {recorded_plan.name!r}, not {chosen.name!r}; open it "
+                "without a plan (it is read from the database) or use another file"
+            )
+        return resolved, recorded_plan
+
+    def _floor(self, floor: float | str | None) -> float | None:
+        if floor == "auto":  # the embedder's calibrated floor, if it has one
+            return getattr(self.embedder, "relevance_floor", None)
+        if floor is None:
+            return None
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)):
+            raise ConfigError(f"floor must be a cosine, None or 'auto', got {floor!r}")
+        return float(floor)
+
+    def derive(self, **options: Any) -> "Memory":
+        """The same memory (store, embedder, plan, caches) searched with other options:
+        ``depth``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``, ``rerank_depth``, ``floor``,
+        ``reranker``. Closing the derived memory leaves the store open."""
+        fields = {"depth": "depth", "rrf_k": "rrf_k", "k1": "k1", "b": "b", "lexical_fusion": "lexical",
+                  "rerank_depth": "rerank_depth"}
+        unknown = set(options) - set(fields) - {"floor", "reranker"}
+        if unknown:
+            raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
+        other = object.__new__(Memory)
+        other.__dict__.update(self.__dict__)
+        changes = {fields[k]: v for k, v in options.items() if k in fields}
+        if "floor" in options:
+            changes["floor"] = other._floor(options["floor"])
+        other.settings = replace(self.settings, **changes)
+        if "reranker" in options:
+            spec = options["reranker"]
+            other.reranker = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
+        other._owns_store = other._owns_cache = False
+        return other
 
     def close(self) -> None:
-        self.store.close()
+        if self._owns_store:
+            self.store.close()
         if self.cache is not None and self._owns_cache:
             self.cache.close()
 
@@ -114,6 +199,19 @@ class Memory:
         self.close()
 
     # -- writing --------------------------------------------------------------------------
+
+    def chunk(self, messages: Sequence[Message]) -> list[Chunk]:
+        if self._chunker is not None:
+            return self._chunker(messages)
+        return chunk_session(messages, self.embedder, self.plan, self.chunk_tokens)
+
+    def _chunks_of(self, item: Item) -> list[Chunk]:
+        if item.kind == "session":
+            return self.chunk(item.messages)
+        assert item.text is not None
+        n_tokens = self.embedder.count_tokens(item.text)
+        return [Chunk(text=item.text, position=0, roles=("fact",), first_turn=0, last_turn=0, view="fact",
+                      n_tokens=n_tokens)]
 
     def _embed_int8(self, texts: Sequence[str], progress: Callable[[int], None] | None) -> np.ndarray:
         if not texts:
@@ -130,8 +228,24 @@ class Memory:
             out.append(IndexedChunk(chunk=c, vector=vector, terms=lexical.analyze(c.text) if c.lexical else []))
         return out
 
-    def chunk(self, messages: Sequence[Message]) -> list[Chunk]:
-        return chunk_session(messages, self.embedder, self.view, self.chunk_tokens)
+    def _write(
+        self,
+        app: str,
+        todo: list[tuple[Item, list[Chunk]]],
+        progress: Callable[[int], None] | None = None,
+        expect: dict[tuple[str, str], str | None] | None = None,
+    ) -> None:
+        """Embed every dense chunk in one pass, then store all items in one transaction."""
+        texts = [c.dense_text for _, chunks in todo for c in chunks if c.dense]
+        vectors = self._embed_int8(texts, progress)
+        items, start = [], 0
+        for item, chunks in todo:
+            n_dense = sum(c.dense for c in chunks)
+            items.append((item, self._index(chunks, vectors[start : start + n_dense])))
+            start += n_dense
+        self.store.put_items(app, items, expect=expect)
+        if not self.index_lexical and items:
+            self.store.mark_lexical_stale(app)
 
     def add_session(
         self,
@@ -169,20 +283,45 @@ class Memory:
                 report.unchanged.append(sid)
                 continue
             (report.replaced if sid in stored else report.added).append(sid)
-            record = SessionRecord(sid, date or now_iso(), messages, digest, metadata)
-            todo.append((record, self.chunk(messages)))
-        texts = [c.dense_text for _, chunks in todo for c in chunks if c.dense]
-        vectors = self._embed_int8(texts, progress)
-        items, start = [], 0
-        for record, chunks in todo:
-            n_dense = sum(c.dense for c in chunks)
-            items.append((record, self._index(chunks, vectors[start : start + n_dense])))
-            start += n_dense
+            item = Item("session", sid, date or now_iso(), digest, metadata, tuple(messages))
+            todo.append((item, self._chunks_of(item)))
         report.chunks = sum(len(chunks) for _, chunks in todo)
-        self.store.put_sessions(app, items)
-        if not self.index_lexical and items:
-            self.store.mark_lexical_stale(app)
+        self._write(app, todo, progress)
         return report
+
+    def append_messages(
+        self, session_id: str, messages: list[Any], *, app: str = DEFAULT_APP, date: Any = None
+    ) -> IngestReport:
+        """Append messages to a session (created if new; ``date`` is used then) and re-index it.
+
+        Atomic across threads and processes: the write only lands if the session is still what
+        was read (compare-and-swap on its content hash), else it is read again and retried.
+        """
+        app = check_app(app)
+        for _ in range(APPEND_RETRIES):
+            found = self.store.get_item(app, "session", str(session_id))
+            if found is None:
+                draft = SessionInput(list(messages), session_id, date, {})
+            else:
+                old = [dict(m.__dict__) for m in found.messages]
+                draft = SessionInput(old + list(messages), session_id, found.date, dict(found.metadata))
+            sid, when, checked, metadata, digest = check_session(draft, "append")
+            report = IngestReport([], [], [], 0)
+            if found is not None and found.content_hash == digest:
+                report.unchanged.append(sid)
+                return report
+            (report.replaced if found is not None else report.added).append(sid)
+            item = Item("session", sid, when or now_iso(), digest, metadata, tuple(checked))
+            chunks = self._chunks_of(item)
+            report.chunks = len(chunks)
+            try:
+                self._write(app, [(item, chunks)], expect={("session", sid): found.content_hash if found else None})
+            except Conflict:
+                continue
+            return report
+        raise ConcurrentUpdate(
+            f"session {session_id!r} of app {app!r} kept changing under other writers; nothing appended"
+        )
 
     def add_fact(
         self,
@@ -203,22 +342,21 @@ class Memory:
         fact_id = str(fact_id) if fact_id is not None else digest[:16]
         if self.store.content_hashes(app, "fact", [fact_id]).get(fact_id) == digest:
             return fact_id
-        n_tokens = self.embedder.count_tokens(text)
-        chunk = Chunk(text=text, position=0, roles=("fact",), first_turn=0, last_turn=0, view="fact", n_tokens=n_tokens)
-        vectors = self._embed_int8([text], None)
-        self.store.put_facts(app, [(FactRecord(fact_id, text, date, digest, metadata), self._index([chunk], vectors))])
-        if not self.index_lexical:
-            self.store.mark_lexical_stale(app)
+        item = Item("fact", fact_id, date, digest, metadata, text=text)
+        self._write(app, [(item, self._chunks_of(item))])
         return fact_id
 
     # -- reading --------------------------------------------------------------------------
+
+    def _channels(self) -> Channels:
+        return Channels(self.store, self.dense, self.lexical, self.embedder)
 
     def search(
         self,
         query: str,
         *,
         app: str = DEFAULT_APP,
-        k: int = 32,
+        k: int = settings.BUDGET_K,
         previous: str | None = None,
         rerank: bool = True,
         now: Any = None,
@@ -232,52 +370,109 @@ class Memory:
         app = check_app(app)
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query is empty")
-        if not isinstance(k, int) or k < 1:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
-        if app not in self.store.apps():
-            raise UnknownApp(f"app {app!r} holds no memory in {getattr(self.store, 'path', 'this store')}")
+        self._require_app(app)
         reranker = self.reranker if rerank else None
         moment = datetime.fromisoformat(normalise_date(now)) if now is not None else datetime.now()
-        return run_search(self.store, self.embedder, app, query, k, self.settings, previous, reranker, moment)
+        return run_search(self._channels(), app, query, k, self.settings, previous, reranker, moment)
 
-    def context(self, query: str, *, app: str = DEFAULT_APP, budget_tokens: int = 1000, **options: Any):
+    def context(
+        self,
+        query: str,
+        *,
+        app: str = DEFAULT_APP,
+        budget_tokens: int = settings.CONTEXT_BUDGET_TOKENS,
+        k: int = settings.CONTEXT_K,
+        previous: str | None = None,
+        min_score: float | None = None,
+        order: str = "date",
+    ) -> ContextBlock:
         """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context)."""
-        from .context import build_context
+        budget = check_options(budget_tokens, order)
+        try:
+            results = self.search(query, app=app, k=k, previous=previous)
+        except UnknownApp:
+            return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
+        return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
+                             order=order, notes=results.notes)
 
-        return build_context(self, query, app=app, budget_tokens=budget_tokens, **options)
+    def with_context(
+        self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,
+        budget_tokens: int = settings.CONTEXT_BUDGET_TOKENS, **options: Any,
+    ) -> tuple[list[dict[str, Any]], ContextBlock]:
+        """Retrieve for the last user turn of a chat (a follow-up also uses the turn before it)
+        and place the block there; returns (new messages, the block)."""
+        query, previous = question_of(messages)
+        block = self.context(query, app=app, budget_tokens=budget_tokens, previous=previous, **options)
+        return place_context(messages, block), block
 
-    def get(self, item_id: str, *, app: str = DEFAULT_APP) -> dict[str, Any]:
+    def _kinds(self, kind: str | None) -> tuple[str, ...]:
+        if kind is None:
+            return KINDS
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+        return (kind,)
+
+    def get(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> dict[str, Any]:
         """A stored session (with its messages) or fact, by id."""
         app = check_app(app)
-        found = self.store.get_session(app, item_id) or self.store.get_fact(app, item_id)
-        if found is None:
-            raise NotFound(f"no session or fact {item_id!r} in app {app!r}")
-        return found
+        for each in self._kinds(kind):
+            found = self.store.get_item(app, each, str(item_id))
+            if found is not None:
+                return found.to_dict()
+        raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
 
-    def delete(self, item_id: str, *, app: str = DEFAULT_APP) -> None:
+    def list(self, *, app: str = DEFAULT_APP, kind: str = "session", limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """Ids and dates of one kind of item, in the order they were stored; paged."""
+        app = check_app(app)
+        (kind,) = self._kinds(kind)
+        for name, value in (("limit", limit), ("offset", offset)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "limit" else 0):
+                raise InvalidInput(f"{name} must be an integer >= {1 if name == 'limit' else 0}, got {value!r}")
+        return [s.to_dict() for s in self.store.list_items(app, kind, limit, offset)]
+
+    def delete(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> None:
         """Delete a session or fact with its chunks, vectors and index postings."""
         app = check_app(app)
-        if not (self.store.delete(app, "session", item_id) or self.store.delete(app, "fact", item_id)):
-            raise NotFound(f"no session or fact {item_id!r} in app {app!r}")
+        if not any(self.store.delete_item(app, each, str(item_id)) for each in self._kinds(kind)):
+            raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
 
     def delete_app(self, app: str) -> None:
         """Delete everything an app holds."""
         app = check_app(app)
         if not self.store.delete_app(app):
             raise UnknownApp(f"app {app!r} holds no memory")
+        self.dense.forget(app)
 
     def apps(self) -> list[str]:
         return self.store.apps()
 
-    def stats(self, app: str | None = None) -> dict[str, Any]:
-        if app is not None and app not in self.store.apps():
+    def _require_app(self, app: str) -> None:
+        if self.store.app_version(app) is None:
+            raise UnknownApp(f"app {app!r} holds no memory in {self.store.location}")
+
+    def app_stats(self, app: str) -> dict[str, Any]:
+        """Counts of one app's items and chunks, and the state of its lexical index."""
+        counts = self.store.counts(app)
+        if counts is None:
             raise UnknownApp(f"app {app!r} holds no memory")
-        out = self.store.stats(app)
+        return {**counts.__dict__, "lexical_index": self.lexical.status(app) or "complete"}
+
+    def stats(self, app: str | None = None) -> dict[str, Any]:
+        if app is not None:
+            self._require_app(app)
+        names = [app] if app is not None else self.store.apps()
+        out: dict[str, Any] = {"path": self.store.location, "apps": {n: self.app_stats(n) for n in names}}
+        size = self.store.size_bytes()
+        if size is not None:
+            out["file_bytes"] = size
         out["embedder"] = self.embedder.model_id
+        out["index_plan"] = self.plan.name
         return out
 
     def reindex(self, app: str) -> int:
         """Rebuild an app's lexical index from its stored text."""
-        if app not in self.store.apps():
-            raise UnknownApp(f"app {app!r} holds no memory")
-        return self.store.rebuild_lexical(app)
+        app = check_app(app)
+        self._require_app(app)
+        return self.store.rebuild_lexical(app, lexical.analyze)

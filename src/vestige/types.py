@@ -53,6 +53,8 @@ class Hit:
     scores: dict[str, float | None] = field(default_factory=dict)  # channel -> raw score
     stage: str = "fused"  # which stage ordered this hit: "fused", "dense", "lexical"
     app: str | None = None
+    first_turn: int | None = None  # the turns of its session the chunk covers
+    last_turn: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,4 +70,6 @@ class Hit:
             "view": self.view,
             "stage": self.stage,
             "app": self.app,
+            "first_turn": self.first_turn,
+            "last_turn": self.last_turn,
         }

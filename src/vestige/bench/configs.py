@@ -10,14 +10,14 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .. import lexical
-from ..fusion import RRF_K
+from ..read.fusion import RRF_K
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     name: str
     description: str
-    view: str = "split"  # chunk view: split | split-apart | all | user | both (see vestige.chunk)
+    view: str = "split"  # index plan: split | split-apart | all | user | both (vestige.write.plan)
     doc: str = "chunks"  # chunks: window-sized chunks; session: one document per session
     channel: str = "fused"  # fused (RRF) | dense (vectors only) | lexical (BM25 only)
     aggregate: str = "max"  # session score from its chunks: max | mean3 (mean of the top 3)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ingest import load_json_records, locomo_sessions, longmemeval_sessions
-from ..validate import SessionInput
+from ..write.validate import SessionInput
 
 EVIDENCE = re.compile(r"D(\d+):(\d+)")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

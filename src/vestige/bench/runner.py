@@ -25,14 +25,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..chunk import chunk_session
+from ..write.chunk import chunk_session
 from ..embed import Embedder, get_embedder
 from ..embed.cache import EmbeddingCache, text_key
-from ..fusion import rrf
+from ..read.fusion import rrf
 from ..memory import Memory
-from ..search import SearchSettings
 from ..types import Chunk, Hit, Message
-from ..validate import check_session
+from ..write.validate import check_session
 from .configs import BenchConfig
 from .data import Haystack, Question, load_locomo, load_longmemeval
 from .extract import condense
@@ -44,17 +43,6 @@ APP = "bench"
 DEFAULT_CACHE = Path("benchmarks/.cache/embeddings.sqlite")
 
 
-class BenchMemory(Memory):
-    """A ``Memory`` whose chunker is given: memoised, or one of the ablations' documents."""
-
-    def __init__(self, *args: Any, chunker: Callable[[Sequence[Message]], list[Chunk]], **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._chunker = chunker
-
-    def chunk(self, messages: Sequence[Message]) -> list[Chunk]:
-        return self._chunker(messages)
-
-
 _BASE: dict[tuple[str, str], dict[tuple[Message, ...], list[Chunk]]] = {}
 
 
@@ -63,7 +51,7 @@ def base_chunks(embedder: Embedder, messages: Sequence[Message], view: str) -> l
     memo = _BASE.setdefault((embedder.model_id, view), {})
     key = tuple(messages)
     if key not in memo:
-        memo[key] = chunk_session(messages, embedder, view)
+        memo[key] = chunk_session(messages, embedder, view)  # the view names a library index plan
     return memo[key]
 
 
@@ -292,24 +280,20 @@ class Runner:
 
     # -- one haystack ----------------------------------------------------------------------
 
-    def _memory(self, chunker: Callable[[Sequence[Message]], list[Chunk]], dense_only: bool) -> BenchMemory:
-        c = self.config
-        return BenchMemory(
-            ":memory:", embedder=self.embedder, view=c.view, embed_cache=self.cache,
-            depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=not dense_only, chunker=chunker,
-            reranker=c.reranker, rerank_depth=c.rerank_depth,
-            floor=None,  # the lab measures rankings; the floor is calibrated apart (benchmarks/floor.py)
+    def _memory(self, chunker: Callable[[Sequence[Message]], list[Chunk]]) -> Memory:
+        """A scratch memory built from options; the config's chunker (memoised, or an ablation's
+        documents) replaces the plan's chunking. Search options are set per config (search_view)."""
+        return Memory(
+            ":memory:", embedder=self.embedder, plan=self.config.view, embed_cache=self.cache, chunker=chunker,
+            reranker=None, floor=None,
         )
 
-    def _index(self, items: list[Prepared], part: str) -> BenchMemory:
+    def _index(self, items: list[Prepared], part: str) -> Memory:
         """Index a haystack's sessions: part "raw" (the config's chunks) or "extract"."""
-        from ..validate import SessionInput
+        from ..write.validate import SessionInput
 
         inputs = [SessionInput([m.__dict__ for m in p.messages], p.session_id, p.date, {}) for p in items]
-        if part == "raw":
-            memory = self._memory(self.raw, self.config.channel == "dense")
-        else:
-            memory = self._memory(self.extract, False)
+        memory = self._memory(self.raw if part == "raw" else self.extract)
         memory.add_sessions(inputs, app=APP)
         return memory
 
@@ -323,13 +307,17 @@ class Runner:
             out["extract"] = id(self.extract)
         return out
 
-    def _settings(self, name: str) -> SearchSettings:
+    def search_view(self, memory: Memory, part: str) -> Memory:
+        """The shared build searched with this config's options (a derived Memory: the build
+        is never mutated). The lab measures rankings: the floor is calibrated apart
+        (benchmarks/floor.py) and is off unless the config sets one."""
         c = self.config
-        return SearchSettings(depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b,
-                              lexical=name == "extract" or c.channel != "dense", rerank_depth=c.rerank_depth,
-                              floor=c.floor)
+        return memory.derive(
+            depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=part == "extract" or c.channel != "dense",
+            rerank_depth=c.rerank_depth, floor=c.floor, reranker=self._reranker if part == "raw" else None,
+        )
 
-    def _channel_hits(self, memory: BenchMemory, query: str, now: str | None = None) -> list[Hit]:
+    def _channel_hits(self, memory: Memory, query: str, now: str | None = None) -> list[Hit]:
         # The question's own date is "now" (a second stage may resolve "last Sunday" with it).
         previous = None
         if self.config.followup != "none":
@@ -371,21 +359,21 @@ class Runner:
                 out[p.session_id] = len(chunks)
         return out
 
-    def _turns(self, memory: BenchMemory, hits: list[Hit], roles: dict[str, list[str]]) -> list[tuple[str, int]]:
-        rows = memory.store.fetch_chunks(APP, [h.chunk_id for h in hits])
+    @staticmethod
+    def _turns(hits: list[Hit], roles: dict[str, list[str]]) -> list[tuple[str, int]]:
         seen: set[tuple[str, int]] = set()
         out: list[tuple[str, int]] = []
         for h in hits:
-            row = rows[h.chunk_id]
-            for t in range(row.first_turn, row.last_turn + 1):
-                if row.view == "user" and roles[row.session_id][t] != "user":
+            assert h.session_id is not None and h.first_turn is not None and h.last_turn is not None
+            for t in range(h.first_turn, h.last_turn + 1):
+                if h.view == "user" and roles[h.session_id][t] != "user":
                     continue
-                if (row.session_id, t) not in seen:
-                    seen.add((row.session_id, t))
-                    out.append((row.session_id, t))
+                if (h.session_id, t) not in seen:
+                    seen.add((h.session_id, t))
+                    out.append((h.session_id, t))
         return out
 
-    def ask(self, memories: dict[str, BenchMemory], items: list[Prepared], question: Question,
+    def ask(self, memories: dict[str, Memory], items: list[Prepared], question: Question,
             n_chunks: dict[str, dict[str, int]]) -> tuple[list[str], list[tuple[str, int]], int | None]:
         """(session ranking, ranked turns, rank of the first chunk holding an evidence turn)."""
         rankings: dict[str, list[str]] = {}
@@ -393,16 +381,12 @@ class Runner:
         chunk_rank = None
         roles = {p.session_id: [m.role for m in p.messages] for p in items}
         for name, memory in memories.items():
-            memory.settings = self._settings(name)  # a shared build: this config's search settings
-            memory.reranker = self._reranker if name == "raw" else None
-            hits = self._channel_hits(memory, question.text, question.date)
+            hits = self._channel_hits(self.search_view(memory, name), question.text, question.date)
             rankings[name] = self._session_order(hits, n_chunks[name])
             if name == "raw":
-                turns = self._turns(memory, hits, roles)
-                rows = memory.store.fetch_chunks(APP, [h.chunk_id for h in hits])
+                turns = self._turns(hits, roles)
                 for i, h in enumerate(hits, start=1):
-                    row = rows[h.chunk_id]
-                    if any(row.first_turn <= t <= row.last_turn for t in question.evidence_turns.get(row.session_id, ())):
+                    if any(h.first_turn <= t <= h.last_turn for t in question.evidence_turns.get(h.session_id, ())):
                         chunk_rank = i
                         break
         if len(rankings) == 2:
@@ -419,7 +403,7 @@ class Runner:
     def run(self, haystacks: list[Haystack], dataset: str) -> list[dict[str, Any]]:
         return run_many([self], haystacks, dataset)[self.config.name]
 
-    def rows_for(self, hay: Haystack, items: list[Prepared], memories: dict[str, BenchMemory],
+    def rows_for(self, hay: Haystack, items: list[Prepared], memories: dict[str, Memory],
                  index_ms: float) -> list[dict[str, Any]]:
         n_chunks = {"raw": self._n_chunks(self.raw, items) if self.raw else {},
                     "extract": {p.session_id: 1 for p in items}}
@@ -478,7 +462,7 @@ def run_many(runners: list[Runner], haystacks: list[Haystack], dataset: str) -> 
     with tqdm(total=total, desc=f"{dataset} {names}"[:60], unit="q", disable=not runners[0].progress) as bar:
         for hay in haystacks:
             items = prepared[hay.unit]
-            built: dict[int, tuple[BenchMemory, float]] = {}
+            built: dict[int, tuple[Memory, float]] = {}
             for runner in runners:
                 memories, index_ms = {}, 0.0
                 for part, key in runner.parts().items():
@@ -491,7 +475,7 @@ def run_many(runners: list[Runner], haystacks: list[Haystack], dataset: str) -> 
                 rows[runner.config.name] += runner.rows_for(hay, items, memories, index_ms)
                 bar.update(len(hay.questions))
             for memory, _ in built.values():
-                memory.store.close()  # not memory.close(): the cache is shared
+                memory.close()  # the shared cache is a given object: it stays open
     return rows
 
 

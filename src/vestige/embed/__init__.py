@@ -6,10 +6,24 @@ Specs: ``minilm`` (default, int8 ONNX, offline), ``hash`` or ``hash:DIM`` (tests
 
 from __future__ import annotations
 
+from ..errors import ConfigError
 from .base import Embedder, dequantize, normalise, quantize
 
 DEFAULT_EMBEDDER = "minilm"
 _cache: dict[str, Embedder] = {}
+
+
+def spec_for_model_id(model_id: str) -> str | None:
+    """The spec that rebuilds the embedder a database records by model id (older databases
+    recorded only the id), or None when it cannot be told."""
+    if model_id == "all-MiniLM-L6-v2-onnx-int8":
+        return "minilm"
+    if model_id.startswith("st:"):
+        return model_id
+    parts = model_id.split("-")
+    if len(parts) == 3 and parts[0] == "hash" and parts[2] == "64" and parts[1].isdigit():
+        return f"hash:{parts[1]}"
+    return None
 
 
 def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
@@ -23,16 +37,18 @@ def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     elif spec == "hash" or spec.startswith("hash:"):
         from .hashing import HashEmbedder
 
-        dim = int(spec.split(":", 1)[1]) if ":" in spec else 64
-        embedder = HashEmbedder(dim=dim)
+        size = spec.split(":", 1)[1] if ":" in spec else "64"
+        if not size.isdigit() or not 2 <= int(size) <= 4096:
+            raise ConfigError(f"hash embedder dimension must be an integer from 2 to 4096, got {size!r}")
+        embedder = HashEmbedder(dim=int(size))
     elif spec.startswith("st:"):
         from .sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(spec[3:])
     else:
-        raise ValueError(f"unknown embedder {spec!r}; use 'minilm', 'hash[:DIM]' or 'st:NAME'")
+        raise ConfigError(f"unknown embedder {spec!r}; use 'minilm', 'hash[:DIM]' or 'st:NAME_OR_PATH'")
     _cache[spec] = embedder
     return embedder
 
 
-__all__ = ["Embedder", "get_embedder", "normalise", "quantize", "dequantize", "DEFAULT_EMBEDDER"]
+__all__ = ["Embedder", "get_embedder", "normalise", "quantize", "dequantize", "DEFAULT_EMBEDDER", "spec_for_model_id"]

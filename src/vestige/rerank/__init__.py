@@ -8,19 +8,22 @@ fused order if it cannot load).
 
 from __future__ import annotations
 
+from ..errors import ConfigError
 from .base import LazyReranker, Reranker
 
 
 def get_reranker(spec: str | None) -> Reranker | None:
     if spec in (None, "", "none"):
         return None
+    if not isinstance(spec, str):
+        raise ConfigError(f"reranker must be a spec string or a Reranker, got {type(spec).__name__}")
     if spec == "evidence" or spec.startswith("evidence:"):
         from .evidence import DEFAULT_SIGNALS, SIGNALS, EvidenceReranker
 
         signals = tuple(spec.split(":", 1)[1].split(",")) if ":" in spec else DEFAULT_SIGNALS
         unknown = set(signals) - set(SIGNALS)
         if unknown:
-            raise ValueError(f"unknown evidence signals {sorted(unknown)}; use some of {', '.join(SIGNALS)}")
+            raise ConfigError(f"unknown evidence signals {sorted(unknown)}; use some of {', '.join(SIGNALS)}")
         return EvidenceReranker(signals=signals)
     if spec.startswith("cross-encoder:"):
         model = spec.split(":", 1)[1]
@@ -31,7 +34,7 @@ def get_reranker(spec: str | None) -> Reranker | None:
             return CrossEncoderReranker(model)
 
         return LazyReranker(load, name="cross-encoder")
-    raise ValueError(f"unknown reranker {spec!r}; use 'none', 'evidence' or 'cross-encoder:PATH_OR_NAME'")
+    raise ConfigError(f"unknown reranker {spec!r}; use 'none', 'evidence' or 'cross-encoder:PATH_OR_NAME'")
 
 
 __all__ = ["Reranker", "LazyReranker", "get_reranker"]

@@ -9,7 +9,6 @@ import (the server edge is where environment variables are read). Errors are JSO
 import json
 import logging
 import os
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -20,12 +19,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..context import build_context, place_context
-from ..errors import EmbedderMismatch, InvalidInput, MissingDependency, NotFound, SchemaError, UnknownApp, VestigeError
+from ..context import place_context
+from ..errors import InvalidInput, UnknownApp, VestigeError
 from ..health import check
 from ..memory import Memory
-from ..validate import SessionInput
-from .keys import KeyRefused, KeyStore
+from ..write.validate import SessionInput
 
 log = logging.getLogger("vestige.server")
 
@@ -150,6 +148,8 @@ class HitOut(BaseModel):
     view: str
     stage: str
     app: str | None
+    first_turn: int | None = None
+    last_turn: int | None = None
 
 
 class SearchOut(BaseModel):
@@ -280,18 +280,6 @@ class BodyLimit:
                 await _error(413, "too_large", message)(scope, receive, send)
 
 
-_STATUS = (  # vestige's own errors, most specific first
-    (KeyRefused, 401, "unauthorized"),
-    (NotFound, 404, "not_found"),
-    (UnknownApp, 404, "unknown_app"),
-    (InvalidInput, 422, "invalid_input"),
-    (EmbedderMismatch, 409, "embedder_mismatch"),
-    (SchemaError, 500, "schema_error"),
-    (MissingDependency, 500, "missing_dependency"),
-    (VestigeError, 400, "error"),
-)
-
-
 def _describe(errors: list[dict[str, Any]]) -> str:
     parts = []
     for err in errors[:5]:
@@ -310,9 +298,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     health_max_apps: int = HEALTH_MAX_APPS,
 ) -> FastAPI:
-    """The HTTP API over ``memory``; keys are read from (and live in) the same SQLite file."""
-    keys = KeyStore(memory.store)  # type: ignore[arg-type]
-    append_lock = threading.Lock()
+    """The HTTP API over ``memory``; keys are read from (and live in) the memory's own store."""
+    keys = memory.keys
     api = FastAPI(
         title="vestige",
         version="1",
@@ -326,13 +313,11 @@ def create_app(
 
     @api.exception_handler(VestigeError)
     async def vestige_error(request: Request, exc: VestigeError) -> JSONResponse:
-        for cls, status, code in _STATUS:
-            if isinstance(exc, cls):
-                headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-                if isinstance(exc, KeyRefused) and "does not grant" in str(exc):
-                    status, code, headers = 403, "forbidden", None
-                return _error(status, code, str(exc), headers)
-        return _error(400, "error", str(exc))  # pragma: no cover
+        # Each error class carries its status and code (vestige.errors): nothing is matched by text.
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        if exc.status >= 500:
+            log.error("%s on %s %s: %s", type(exc).__name__, request.method, request.url.path, exc)
+        return _error(exc.status, exc.code, str(exc), headers)
 
     @api.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -394,14 +379,9 @@ def create_app(
               responses=ERRORS, tags=["write"])
     def add_messages(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)], body: MessagesIn) -> StoredOut:
         """Append messages to a session (created if new); the session is re-indexed whole."""
-        new = [m.model_dump() for m in body.messages]
-        with append_lock:  # read-modify-write: serialise appends within this server process
-            found = memory.store.get_session(app, session_id)
-            if found is None:
-                item = SessionInput(new, session_id, body.date, {})
-            else:
-                item = SessionInput(found["messages"] + new, session_id, found["date"], found["metadata"])
-            return stored(memory.add_sessions([item], app=app))
+        # Atomic across workers and processes: Memory.append_messages is a compare-and-swap.
+        return stored(memory.append_messages(session_id, [m.model_dump() for m in body.messages], app=app,
+                                             date=body.date))
 
     @api.post(f"{prefix}/facts", status_code=201, response_model=StoredOut, responses=ERRORS, tags=["write"])
     def add_fact(app: App, body: FactIn) -> StoredOut:
@@ -440,8 +420,8 @@ def create_app(
                 previous = _text(messages[last - 1].get("content")) or None
         if not query or not query.strip():
             raise InvalidInput("the query is empty")
-        block = build_context(memory, query, app=app, budget_tokens=body.budget_tokens, k=body.k,
-                              previous=previous or None, order=body.order)
+        block = memory.context(query, app=app, budget_tokens=body.budget_tokens, k=body.k,
+                               previous=previous or None, order=body.order)
         out = block.to_dict()
         if messages is not None:
             out["messages"] = place_context(messages, block) if block else messages
@@ -450,34 +430,30 @@ def create_app(
     @api.get(f"{prefix}/sessions", response_model=ListOut, responses=ERRORS, tags=["read"])
     def list_sessions(app: App, limit: Limit = 50, offset: Offset = 0) -> ListOut:
         """Session ids and dates, in the order they were stored; page with `limit` and `offset`."""
-        return _page(memory.store.list_items(app, "session", limit + 1, offset), limit, offset)
+        return _page(memory.list(app=app, kind="session", limit=limit + 1, offset=offset), limit, offset)
 
     @api.get(f"{prefix}/facts", response_model=ListOut, responses=ERRORS, tags=["read"])
     def list_facts(app: App, limit: Limit = 50, offset: Offset = 0) -> ListOut:
         """Fact ids and dates, in the order they were stored; page with `limit` and `offset`."""
-        return _page(memory.store.list_items(app, "fact", limit + 1, offset), limit, offset)
+        return _page(memory.list(app=app, kind="fact", limit=limit + 1, offset=offset), limit, offset)
 
     @api.get(f"{prefix}/sessions/{{session_id}}", response_model=ItemOut, responses=ERRORS, tags=["read"])
     def get_session(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)]) -> ItemOut:
         """A stored session with all its messages."""
-        found = memory.store.get_session(app, session_id)
-        if found is None:
-            raise NotFound(f"no session {session_id!r} in app {app!r}")
-        return ItemOut(**found)
+        return ItemOut(**memory.get(session_id, app=app, kind="session"))
 
     @api.get(f"{prefix}/facts/{{fact_id}}", response_model=ItemOut, responses=ERRORS, tags=["read"])
     def get_fact(app: App, fact_id: Annotated[str, Path(min_length=1, max_length=256)]) -> ItemOut:
         """A stored fact."""
-        found = memory.store.get_fact(app, fact_id)
-        if found is None:
-            raise NotFound(f"no fact {fact_id!r} in app {app!r}")
-        return ItemOut(**found)
+        return ItemOut(**memory.get(fact_id, app=app, kind="fact"))
 
     @api.get(f"{prefix}/stats", response_model=StatsOut, responses=ERRORS, tags=["read"])
     def stats(app: App) -> StatsOut:
         """Counts of sessions, messages, facts and chunks, and the state of the lexical index."""
-        counts = memory.store.stats(app)["apps"].get(app) or {
-            "sessions": 0, "messages": 0, "facts": 0, "chunks": 0, "lexical_index": "empty"}
+        try:
+            counts = memory.app_stats(app)
+        except UnknownApp:
+            counts = {"sessions": 0, "messages": 0, "facts": 0, "chunks": 0, "lexical_index": "empty"}
         return StatsOut(app=app, embedder=memory.embedder.model_id, **counts)
 
     # -- deleting --------------------------------------------------------------------------
@@ -485,15 +461,13 @@ def create_app(
     @api.delete(f"{prefix}/sessions/{{session_id}}", response_model=DeletedOut, responses=ERRORS, tags=["delete"])
     def delete_session(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)]) -> DeletedOut:
         """Delete a session with its messages, chunks, vectors and index postings."""
-        if not memory.store.delete(app, "session", session_id):
-            raise NotFound(f"no session {session_id!r} in app {app!r}")
+        memory.delete(session_id, app=app, kind="session")
         return DeletedOut(deleted=session_id)
 
     @api.delete(f"{prefix}/facts/{{fact_id}}", response_model=DeletedOut, responses=ERRORS, tags=["delete"])
     def delete_fact(app: App, fact_id: Annotated[str, Path(min_length=1, max_length=256)]) -> DeletedOut:
         """Delete a fact with its chunk, vector and index postings."""
-        if not memory.store.delete(app, "fact", fact_id):
-            raise NotFound(f"no fact {fact_id!r} in app {app!r}")
+        memory.delete(fact_id, app=app, kind="fact")
         return DeletedOut(deleted=fact_id)
 
     @api.delete(prefix, response_model=DeletedOut, responses=ERRORS, tags=["delete"])
@@ -540,7 +514,7 @@ def app_from_env() -> FastAPI:
 
     memory = Memory(
         default_db_path(),
-        embedder=os.environ.get("VESTIGE_EMBEDDER", "minilm"),
+        embedder=os.environ.get("VESTIGE_EMBEDDER") or None,
         lexical_fusion=lexical_fusion_enabled(),
     )
     limit = int(os.environ.get("VESTIGE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))

@@ -2,47 +2,28 @@
 
 from __future__ import annotations
 
-import functools
+import ipaddress
 import json
 import os
 
 import click
 
-from ..config import default_db_path
-from ..errors import VestigeError
-
-# Not imported from vestige.cli: that module imports this one while it loads (circular).
-DB_HELP = "Database file (default: $VESTIGE_DB, else ~/.local/share/vestige/memory.sqlite)."
-db_option = click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
-embedder_option = click.option(
-    "--embedder", default="minilm", show_default=True,
-    help="Embedding model: minilm (offline default), hash (tests only), st:NAME_OR_PATH.",
-)
+from ..cli.options import db_location, db_option, embedder_option, fail_cleanly, open_keys, open_memory
+from ..errors import MissingDependency
 
 
-def _fail_cleanly(fn):
-    """Turn vestige's own errors into a one-line message and exit status 1."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except VestigeError as exc:
-            raise click.ClickException(str(exc)) from None
-
-    return wrapper
-
-
-def _open(db: str | None, embedder: str):
-    from ..cli import _open as open_memory
-
-    return open_memory(db, embedder)
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost: reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _warn_if_exposed(host: str) -> None:
-    if host not in LOOPBACK:
+    if not is_loopback(host):
         click.echo(
             f"warning: binding to {host}: the API is reachable from other machines; "
             "put it behind TLS (a reverse proxy) and keep keys secret",
@@ -58,16 +39,24 @@ def _warn_if_exposed(host: str) -> None:
 @click.option("--workers", default=1, show_default=True, type=int, help="Worker processes (all share the database file).")
 @click.option("--max-body-bytes", default=8 * 1024 * 1024, show_default=True, type=int, help="Largest request body accepted (413 beyond).")
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-@_fail_cleanly
-def serve(db: str | None, embedder: str, host: str, port: int, workers: int, max_body_bytes: int, log_level: str) -> None:
+@fail_cleanly
+def serve(db: str | None, embedder: str | None, host: str, port: int, workers: int, max_body_bytes: int,
+          log_level: str) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs); each app is reached with its own key."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError:
+        raise MissingDependency("vestige serve needs the server extra: pip install 'vestige[server]'") from None
 
     _warn_if_exposed(host)
-    path = str(db or default_db_path())
-    _open(path, embedder).close()  # create/migrate the file and check the embedder before forking
+    path = db_location(db)
+    # Create or migrate the file, and fix the embedder and plan in it, before forking workers.
+    memory = open_memory(path, embedder, create=True)
+    spec = embedder or memory.store.get_meta("embedder_spec")
+    memory.close()
     os.environ["VESTIGE_DB"] = path  # the server edge hands its settings to the workers
-    os.environ["VESTIGE_EMBEDDER"] = embedder
+    if spec:
+        os.environ["VESTIGE_EMBEDDER"] = spec
     os.environ["VESTIGE_MAX_BODY_BYTES"] = str(max_body_bytes)
     click.echo(f"vestige: serving {path} on http://{host}:{port} (docs: /docs)", err=True)
     uvicorn.run("vestige.server.app:app_from_env", factory=True, host=host, port=port,
@@ -83,12 +72,12 @@ def serve(db: str | None, embedder: str, host: str, port: int, workers: int, max
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only: interface to bind.")
 @click.option("--port", default=8766, show_default=True, type=int, help="HTTP only: TCP port.")
 @click.option("--no-auth", is_flag=True, help="HTTP only: do not require the app's API key (loopback use).")
-@_fail_cleanly
-def mcp(db: str | None, embedder: str, app: str, transport: str, host: str, port: int, no_auth: bool) -> None:
+@fail_cleanly
+def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: str, port: int, no_auth: bool) -> None:
     """Run the MCP server (tools remember, recall, context, forget) for one app."""
     from .mcp_server import build_mcp, http_app
 
-    memory = _open(db, embedder)
+    memory = open_memory(db, embedder, create=True)
     if transport == "stdio":
         build_mcp(memory, app).run("stdio")
         return
@@ -104,21 +93,14 @@ def keys() -> None:
     """Create, list and revoke per-app API keys (only their hashes are stored)."""
 
 
-def _keystore(db: str | None):
-    from ..store.sqlite import SQLiteStore
-    from .keys import KeyStore
-
-    return KeyStore(SQLiteStore(db or default_db_path()))
-
-
 @keys.command("create")
 @db_option
 @click.option("--app", required=True, help="The app the key reaches (and nothing else).")
 @click.option("--label", help="A note to tell keys apart (who or what uses it).")
-@_fail_cleanly
+@fail_cleanly
 def keys_create(db: str | None, app: str, label: str | None) -> None:
     """Create a key for APP and print it once; store it now, it cannot be shown again."""
-    key, info = _keystore(db).create(app, label)
+    key, info = open_keys(db, create=True).create(app, label)
     click.echo(key)
     click.echo(f"key {info.id} ({info.prefix}...) for app {app!r}: shown once, only its hash is stored", err=True)
 
@@ -128,10 +110,10 @@ def keys_create(db: str | None, app: str, label: str | None) -> None:
 @click.option("--app", help="Only this app's keys.")
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-@_fail_cleanly
+@fail_cleanly
 def keys_list(db: str | None, app: str | None, include_revoked: bool, as_json: bool) -> None:
     """List keys (id, prefix, app, label, dates); never the keys themselves."""
-    found = _keystore(db).list(app, include_revoked=include_revoked)
+    found = open_keys(db, create=False).list(app, include_revoked=include_revoked)
     if as_json:
         click.echo(json.dumps([k.to_dict() for k in found], indent=2))
         return
@@ -145,10 +127,10 @@ def keys_list(db: str | None, app: str | None, include_revoked: bool, as_json: b
 @keys.command("revoke")
 @click.argument("key_or_id")
 @db_option
-@_fail_cleanly
+@fail_cleanly
 def keys_revoke(key_or_id: str, db: str | None) -> None:
     """Revoke a key, given by its id, its shown prefix, or the key itself; it stops working at once."""
-    info = _keystore(db).revoke(key_or_id)
+    info = open_keys(db, create=False).revoke(key_or_id)
     click.echo(f"revoked key {info.id} ({info.prefix}...) of app {info.app!r}")
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..context import build_context, format_date, format_source
-from ..errors import NotFound, VestigeError
+from ..context import format_date, format_source
+from ..errors import KeyRefused, NotFound, VestigeError
+from ..keys import KeyStore
 from ..memory import Memory
-from .keys import KeyRefused, KeyStore
 
 INSTRUCTIONS = (
     "Long-term memory of past conversations with this user. Call `recall` or `context` before "
@@ -66,7 +66,7 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
     def context(query: str, budget_tokens: int = 800) -> str:
         """A ready-to-use block of dated past records relevant to `query`, within about `budget_tokens` tokens (50 to 8000), ending with the rule that these are past records. Put it in your reasoning just before answering. Empty when nothing relevant is stored."""
         budget = max(50, min(int(budget_tokens), 8000))
-        block = build_context(memory, query, app=app, budget_tokens=budget)
+        block = memory.context(query, app=app, budget_tokens=budget)
         return str(block) or "No relevant memory."
 
     @server.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True, idempotent_hint=True))
@@ -96,8 +96,8 @@ class RequireKey:
             except KeyRefused as exc:
                 from starlette.responses import JSONResponse
 
-                status = 403 if "does not grant" in str(exc) else 401
-                response = JSONResponse({"error": {"status": status, "code": "unauthorized", "message": str(exc)}}, status)
+                body = {"error": {"status": exc.status, "code": exc.code, "message": str(exc)}}
+                response = JSONResponse(body, exc.status)
                 await response(scope, receive, send)
                 return
         await self.inner(scope, receive, send)
@@ -107,4 +107,4 @@ def http_app(memory: Memory, app: str, *, require_key: bool = True, host: str = 
     """The streamable HTTP ASGI app (mount point ``path``), behind the key check."""
     server = build_mcp(memory, app)
     inner = server.streamable_http_app(streamable_http_path=path, host=host)
-    return RequireKey(inner, KeyStore(memory.store), app) if require_key else inner  # type: ignore[arg-type]
+    return RequireKey(inner, memory.keys, app) if require_key else inner  # type: ignore[arg-type]

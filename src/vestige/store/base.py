@@ -1,37 +1,69 @@
-"""The storage contract the retrieval code depends on.
+"""The storage contract: everything the pipeline, health, keys, the server and the bench need.
 
-SQLite implements it (``SQLiteStore``); a PostgreSQL + pgvector store must implement the same
-methods and pass the same contract tests. Every method takes the app by name and filters by it
-inside the store: isolation is never left to callers.
+A backend implements the abstract methods of ``Store`` and nothing else; the math lives
+elsewhere and is shared, so every backend ranks identically:
+
+- BM25 scoring, the posting-block codec and block upkeep live in ``vestige.lexical``. A store
+  hands out a ``PostingBlocks`` view for writes (inside its own transaction) and reads blocks,
+  lengths and counts back; it never analyzes text or scores.
+- The dense channel (``vestige.vectors``) reads int8 vectors through ``read_vectors`` and caches
+  them per process, keyed on ``AppVersion``: an epoch that is never reused across a delete and
+  re-create of an app, plus generation counters bumped by every write.
+
+Every method takes the app by name and filters by it inside the store: isolation is never left
+to callers. Items are one kind of record with a ``kind`` field ("session" or "fact"), not
+parallel code paths.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..types import Chunk, Message
 
+KINDS: tuple[str, ...] = ("session", "fact")
 
-@dataclass
-class SessionRecord:
+
+@dataclass(frozen=True)
+class Item:
+    """A stored record, verbatim: a session (its messages) or a fact (its text)."""
+
+    kind: str
     external_id: str
-    date: str | None
-    messages: list[Message]
-    content_hash: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class FactRecord:
-    external_id: str
-    text: str
     date: str | None
     content_hash: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    messages: tuple[Message, ...] = ()  # sessions
+    text: str | None = None  # facts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON shape (the content hash is internal)."""
+        key = "session_id" if self.kind == "session" else "fact_id"
+        out: dict[str, Any] = {"kind": self.kind, key: self.external_id, "date": self.date,
+                               "metadata": dict(self.metadata)}
+        if self.kind == "session":
+            out["messages"] = [dict(m.__dict__) for m in self.messages]
+        else:
+            out["text"] = self.text
+        return out
+
+
+@dataclass(frozen=True)
+class ItemSummary:
+    kind: str
+    external_id: str
+    date: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        key = "session_id" if self.kind == "session" else "fact_id"
+        return {key: self.external_id, "date": self.date}
 
 
 @dataclass
@@ -43,7 +75,7 @@ class IndexedChunk:
     terms: list[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChunkRow:
     chunk_id: int
     text: str
@@ -57,72 +89,264 @@ class ChunkRow:
     last_turn: int
 
 
+@dataclass(frozen=True)
+class SampleChunk:
+    """An app's most recent chunk as stored, for the health self-check."""
+
+    chunk_id: int
+    text: str
+    vector: np.ndarray | None  # int8 (dim,), or None when the chunk has no vector
+    lexical: bool  # has postings
+    embed_text: str | None  # what the vector reads, when not the whole text
+
+
+@dataclass(frozen=True)
+class AppVersion:
+    """What a per-process cache of an app's index is valid for.
+
+    ``epoch`` is drawn at random when the app is created and never reused, so a cache of a
+    deleted app can never be taken for the app re-created under the same name (or the same
+    integer id). ``generation`` moves with every write, ``purge_generation`` with every write
+    that removed chunks (a cache may then not be extended, only rebuilt)."""
+
+    epoch: str
+    generation: int
+    purge_generation: int
+
+
+@dataclass(frozen=True)
+class VectorBatch:
+    """Vectors read in one snapshot, with the version of the app they were read at."""
+
+    version: AppVersion | None  # None: the app holds nothing
+    ids: np.ndarray  # int64, ascending
+    vectors: np.ndarray  # int8 (n, dim)
+
+
+@dataclass(frozen=True)
+class LexicalStats:
+    version: int  # analyzer / postings format the index was written with
+    n_docs: int
+    total_len: int
+
+
+@dataclass(frozen=True)
+class DocLengths:
+    """Every lexical chunk of an app with its BM25 length, read in one snapshot."""
+
+    version: AppVersion | None  # None: the app holds nothing
+    ids: np.ndarray  # int64, ascending
+    lengths: np.ndarray  # float64
+
+
+@dataclass(frozen=True)
+class PostingsRead:
+    """An app's index statistics and the posting blocks of some terms, in one snapshot."""
+
+    version: AppVersion | None  # None: the app holds nothing
+    stats: LexicalStats | None  # None: the index was never built or was marked stale
+    blocks: dict[int, list[tuple[int, bytes]]]  # term id -> [(block number, packed postings)]
+
+
+@dataclass(frozen=True)
+class AppCounts:
+    sessions: int
+    messages: int
+    facts: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """A stored API key: its hash stays in the store, never leaves it."""
+
+    id: int
+    app: str
+    prefix: str
+    label: str | None
+    created_at: str
+    revoked_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class PostingBlocks(Protocol):
+    """One app's posting blocks inside an open write transaction (``vestige.lexical.postings``
+    does the upkeep through it). Blocks are keyed by (term id, block number)."""
+
+    def term_ids(self, terms: Collection[str], *, create: bool) -> dict[str, int]: ...
+
+    def read_blocks(self, keys: Collection[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
+
+    def write_blocks(self, blocks: Mapping[tuple[int, int], bytes]) -> None:
+        """Replace blocks; an empty value deletes the block."""
+
+    def add_stats(self, n_docs: int, total_len: int) -> None: ...
+
+    def stats(self) -> LexicalStats | None: ...
+
+    def indexed_count(self) -> int:
+        """Chunks of the app that are meant to have postings (the count the stats must match)."""
+
+    def drop_unused_terms(self, term_ids: Collection[int]) -> None:
+        """Forget terms of the dictionary that no app has a posting for any more."""
+
+
 class LexicalUnavailable(Exception):
     """The lexical index cannot be trusted for this app; the message says why."""
 
 
 class Store(ABC):
+    """The full storage contract. ``tests/store_contract.py`` runs against every backend."""
+
+    #: Where the data lives, for messages ("memory.sqlite", ":memory:", a URL without password).
+    location: str = "this store"
+
+    # -- lifecycle and transactions ------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction: everything inside lands, or nothing does. Nestable: an inner
+        block joins the outer one. The store's own writes each run in one (joining any open)."""
+
+    # -- meta -----------------------------------------------------------------------------
+
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...
 
     @abstractmethod
-    def set_meta(self, key: str, value: str) -> None: ...
+    def claim_meta(self, values: Mapping[str, str]) -> dict[str, str]:
+        """Store each value whose key is absent, under the write lock, and return the stored
+        value of every key: the first writer's choice wins, later ones read it back."""
+
+    # -- apps -----------------------------------------------------------------------------
 
     @abstractmethod
     def apps(self) -> list[str]: ...
 
     @abstractmethod
-    def content_hashes(self, app: str, kind: str, external_ids: list[str]) -> dict[str, str]:
-        """external id -> stored content hash, for sessions (kind="session") or facts."""
+    def app_version(self, app: str) -> AppVersion | None:
+        """None when the app holds nothing (was never written, or was deleted)."""
 
     @abstractmethod
-    def put_sessions(
-        self, app: str, items: list[tuple[SessionRecord, list[IndexedChunk]]]
+    def delete_app(self, app: str) -> bool:
+        """Delete everything the app holds; False if it held nothing."""
+
+    # -- items ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def content_hashes(self, app: str, kind: str, external_ids: Sequence[str]) -> dict[str, str]:
+        """external id -> stored content hash, for the ids that exist."""
+
+    @abstractmethod
+    def put_items(
+        self,
+        app: str,
+        items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
+        *,
+        expect: Mapping[tuple[str, str], str | None] | None = None,
     ) -> None:
-        """Store sessions with their chunks in one transaction, replacing any with the same id."""
+        """Store items with their chunks, vectors and postings in one transaction, replacing any
+        with the same (kind, id). ``expect``: (kind, id) -> the content hash the caller read (None:
+        absent); if any differs now, nothing is written and ``Conflict`` is raised (an atomic
+        read-modify-write across processes)."""
 
     @abstractmethod
-    def put_facts(self, app: str, items: list[tuple[FactRecord, list[IndexedChunk]]]) -> None: ...
+    def delete_item(self, app: str, kind: str, external_id: str) -> bool:
+        """Delete an item with its chunks, vectors and postings; False if absent."""
 
     @abstractmethod
-    def delete(self, app: str, kind: str, external_id: str) -> bool:
-        """Delete a session or fact with its chunks, vectors and postings; False if absent."""
+    def get_item(self, app: str, kind: str, external_id: str) -> Item | None: ...
 
     @abstractmethod
-    def delete_app(self, app: str) -> bool: ...
+    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+        """Items of one kind in the order they were first stored, paged."""
 
     @abstractmethod
-    def get_session(self, app: str, external_id: str) -> dict[str, Any] | None: ...
+    def counts(self, app: str) -> AppCounts | None: ...
+
+    # -- chunks ---------------------------------------------------------------------------
 
     @abstractmethod
-    def get_fact(self, app: str, external_id: str) -> dict[str, Any] | None: ...
+    def fetch_chunks(self, app: str, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+        """The chunks of this app among the ids (others, and deleted ones, are left out)."""
 
     @abstractmethod
-    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[dict[str, Any]]: ...
+    def sample_chunk(self, app: str) -> SampleChunk | None: ...
+
+    # -- the dense channel's storage ---------------------------------------------------------
 
     @abstractmethod
-    def dense_search(self, app: str, queries: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        """Top chunks by cosine; with several query vectors each chunk keeps its best score."""
+    def read_vectors(self, app: str, after_id: int = 0) -> VectorBatch:
+        """The app's vectors with chunk id > after_id, ascending, in one snapshot. Chunk ids of
+        an app must grow in commit order for incremental reads to be complete."""
+
+    # -- the lexical channel's storage -------------------------------------------------------
 
     @abstractmethod
-    def lexical_search(
-        self, app: str, terms: list[str], depth: int, k1: float, b: float
-    ) -> list[tuple[int, float]]:
-        """Top chunks by BM25; raises LexicalUnavailable when the index is not complete."""
+    def doc_lengths(self, app: str) -> DocLengths: ...
 
     @abstractmethod
-    def lexical_status(self, app: str) -> str | None:
-        """None when the lexical index is complete and current, else the reason it is not."""
+    def read_postings(self, app: str, terms: Collection[str]) -> PostingsRead: ...
 
     @abstractmethod
-    def rebuild_lexical(self, app: str, analyze: Any) -> int:
-        """Rebuild the app's lexical index from stored chunk text; returns chunks indexed."""
+    def mark_lexical_stale(self, app: str) -> None:
+        """Forget the app's index statistics, so the channel refuses it until rebuilt."""
 
     @abstractmethod
-    def fetch_chunks(self, app: str, chunk_ids: list[int]) -> dict[int, ChunkRow]: ...
+    def rebuild_lexical(self, app: str, analyze: Callable[[str], list[str]]) -> int:
+        """Rebuild the app's postings from its stored chunk text, in one transaction; returns
+        the number of chunks indexed."""
+
+    # -- API keys ---------------------------------------------------------------------------
 
     @abstractmethod
-    def stats(self, app: str | None = None) -> dict[str, Any]: ...
+    def add_key(self, app: str, key_hash: str, prefix: str, label: str | None, created_at: str) -> KeyRecord: ...
 
     @abstractmethod
-    def close(self) -> None: ...
+    def find_keys(self, *, key_id: int | None = None, key_hash: str | None = None,
+                  prefix: str | None = None) -> list[KeyRecord]:
+        """Keys matching the one criterion given (revoked ones included)."""
+
+    @abstractmethod
+    def list_keys(self, app: str | None = None, *, include_revoked: bool = False) -> list[KeyRecord]: ...
+
+    @abstractmethod
+    def revoke_key(self, key_id: int, at: str) -> KeyRecord | None:
+        """Mark a key revoked (once; a second revoke keeps the first time)."""
+
+    # -- size ---------------------------------------------------------------------------
+
+    def size_bytes(self) -> int | None:
+        """Bytes on disk, where the backend knows; None otherwise."""
+        return None
+
+
+class Conflict(Exception):
+    """An item changed between the caller's read and its write (see ``Store.put_items``)."""
+
+
+def open_store(location: "str | Store | Any", *, create: bool = True) -> Store:
+    """The store a location names: a ``Store`` as is; ``:memory:``; a file path or
+    ``sqlite:///path``; (later) ``postgresql://...``. ``create=False`` refuses a database that
+    does not exist yet (``DatabaseNotFound``) instead of creating it."""
+    if isinstance(location, Store):
+        return location
+    text = str(location)
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme in ("postgresql", "postgres"):
+        raise ConfigError(
+            f"PostgreSQL stores are not available in this version of vestige ({scheme}://...); "
+            "use a SQLite file path"
+        )
+    if sep and scheme != "sqlite":
+        raise ConfigError(f"unknown store URL scheme {scheme!r}; use a file path, ':memory:' or sqlite:///PATH")
+    from .sqlite import SQLiteStore
+
+    # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
+    path = (rest[1:] if rest.startswith("/") else rest) if sep else text
+    return SQLiteStore(path, create=create)

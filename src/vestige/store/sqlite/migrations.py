@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from ..errors import SchemaError
+from ...errors import SchemaError
 
 MIGRATIONS: list[str] = [
     # 1: the whole first schema.
@@ -107,6 +107,13 @@ MIGRATIONS: list[str] = [
     # user's words in it), so a vector can always be re-derived and checked.
     """
     ALTER TABLE chunks ADD COLUMN embed_text TEXT;
+    """,
+    # 5: an epoch per app, drawn at random when the app is created and never reused. Caches of
+    # an app's index (each process holds its own) are keyed on it: the integer id is handed out
+    # again after a delete, so a cache keyed on it served a deleted app's vectors.
+    """
+    ALTER TABLE apps ADD COLUMN epoch TEXT NOT NULL DEFAULT '';
+    UPDATE apps SET epoch = lower(hex(randomblob(16)));
     """,
 ]
 

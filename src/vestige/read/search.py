@@ -1,4 +1,9 @@
-"""The search pipeline: dense rank + BM25 rank -> RRF -> hits that explain themselves."""
+"""Search as explicit stages: channels -> fusion -> hits -> second stage -> floor.
+
+The two channels rank independently (``vestige.vectors`` and ``vestige.lexical``); fusion
+combines their ranks; the hits explain their place in each; a second stage may re-read the
+top candidates; the absolute floor may answer "nothing relevant".
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,26 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from . import lexical
-from .embed.base import Embedder
-from .fusion import RRF_K, rrf
-from .rerank.base import LazyReranker, Reranker
-from .store.base import LexicalUnavailable, Store
-from .types import Hit
+from .. import lexical, settings
+from ..embed.base import Embedder
+from ..lexical import LexicalChannel
+from ..rerank.base import LazyReranker, Reranker
+from ..store.base import ChunkRow, LexicalUnavailable, Store
+from ..types import Hit
+from ..vectors import DenseIndex
+from .fusion import rrf
 
 log = logging.getLogger("vestige")
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    depth: int = 200  # each channel ranks this deep, well beyond the budget
-    rrf_k: int = RRF_K
-    k1: float = lexical.K1
-    b: float = lexical.B
+    depth: int = settings.DEPTH  # each channel ranks this deep, well beyond the budget
+    rrf_k: int = settings.FUSION_RRF_K
+    k1: float = settings.BM25_K1
+    b: float = settings.BM25_B
     lexical: bool = True  # False: the vector-only ranking, byte for byte
-    rerank_depth: int = 50  # the second stage re-reads this many fused candidates
+    rerank_depth: int = settings.RERANK_DEPTH  # the second stage re-reads this many fused candidates
     floor: float | None = None  # best cosine under this: nothing is relevant, answer nothing
 
 
@@ -37,9 +44,18 @@ class Results(list):
         self.best_cosine = best_cosine
 
 
+@dataclass(frozen=True)
+class Channels:
+    """What a search reads: the store (for chunk text), both channels, and the embedder."""
+
+    store: Store
+    dense: DenseIndex
+    lexical: LexicalChannel
+    embedder: Embedder
+
+
 def run_search(
-    store: Store,
-    embedder: Embedder,
+    channels: Channels,
     app: str,
     query: str,
     k: int,
@@ -53,12 +69,12 @@ def run_search(
     # A follow-up carries no topic of its own: embed it alone and with the previous turn, in
     # one call; each chunk keeps its best score, so the stand-alone result is never lost.
     texts = [query] if not previous else [query, f"{previous}\n{query}"]
-    query_vectors = embedder.embed(texts)
+    query_vectors = channels.embedder.embed(texts)
     depth = max(settings.depth, k)
     # The second stage may lift any of the top rerank_depth candidates into the budget.
     pool = max(k, settings.rerank_depth) if reranker is not None and settings.lexical else k
     pool *= 2  # room for the duplicates merged below
-    dense = store.dense_search(app, query_vectors, depth)
+    dense = channels.dense.search(app, query_vectors, depth)
     notes: list[str] = []
     best_cosine = dense[0][1] if dense else None
     # An absolute floor can say "nothing": RRF scores carry only ranks, so it reads the cosine.
@@ -72,7 +88,7 @@ def run_search(
         if previous:
             terms += lexical.analyze(previous)
         try:
-            lexical_ranking = store.lexical_search(app, terms, depth, settings.k1, settings.b)
+            lexical_ranking = channels.lexical.search(app, terms, depth, settings.k1, settings.b)
         except LexicalUnavailable as exc:
             note = f"lexical channel off, searching by vectors only: {exc}"
             log.warning(note)
@@ -86,26 +102,14 @@ def run_search(
         stage = "fused"
     dense_scores = dict(dense)
     lexical_scores = dict(lexical_ranking or [])
-    rows = store.fetch_chunks(app, [cid for cid, _, _ in chosen])
-    hits = []
-    for cid, score, ranks in chosen:
-        row = rows[cid]
-        hits.append(
-            Hit(
-                chunk_id=cid,
-                text=row.text,
-                score=score,
-                session_id=row.session_id,
-                fact_id=row.fact_id,
-                date=row.date,
-                roles=row.roles,
-                view=row.view,
-                ranks=ranks,
-                scores={"dense": dense_scores.get(cid), "lexical": lexical_scores.get(cid)},
-                stage=stage,
-                app=app,
-            )
-        )
+    rows = channels.store.fetch_chunks(app, [cid for cid, _, _ in chosen])
+    # A chunk ranked a moment ago may have been deleted by another writer since: it is left
+    # out (the result is what the memory held at some instant of the search), never a crash.
+    hits = [
+        _hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
+        for cid, score, ranks in chosen
+        if cid in rows
+    ]
     hits = _merge_duplicates(hits)
     # The second stage re-reads fused candidates. Without the lexical channel (the kill switch,
     # or an index that cannot be trusted) search is the vector-only ranking, byte for byte.
@@ -115,6 +119,34 @@ def run_search(
         if isinstance(reranker, LazyReranker) and reranker.error:
             notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")
     return Results(hits[:k], notes, best_cosine)
+
+
+def _hit(
+    row: ChunkRow,
+    score: float,
+    ranks: dict[str, int | None],
+    dense_scores: dict[int, float],
+    lexical_scores: dict[int, float],
+    stage: str,
+    app: str,
+) -> Hit:
+    cid = row.chunk_id
+    return Hit(
+        chunk_id=cid,
+        text=row.text,
+        score=score,
+        session_id=row.session_id,
+        fact_id=row.fact_id,
+        date=row.date,
+        roles=row.roles,
+        view=row.view,
+        ranks=ranks,
+        scores={"dense": dense_scores.get(cid), "lexical": lexical_scores.get(cid)},
+        stage=stage,
+        app=app,
+        first_turn=row.first_turn,
+        last_turn=row.last_turn,
+    )
 
 
 def _merge_duplicates(hits: list[Hit]) -> list[Hit]:

@@ -12,10 +12,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .embed.base import Embedder
-from .types import Chunk, Message
+from ..embed.base import Embedder
+from ..types import Chunk, Message
+from .plan import DEFAULT_PLAN, IndexPlan, get_plan
 
-VIEWS = ("all", "user", "both", "split", "split-apart")
 
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -143,21 +143,17 @@ def _pack(
 
 
 def chunk_session(
-    messages: Sequence[Message], embedder: Embedder, view: str = "all", max_tokens: int | None = None
+    messages: Sequence[Message], embedder: Embedder, plan: "IndexPlan | str" = DEFAULT_PLAN,
+    max_tokens: int | None = None,
 ) -> list[Chunk]:
-    """Chunks of a session.
+    """Chunks of a session under an index plan (``vestige.write.plan``), set after set.
 
-    view: "all" turns, "user" turns only, "both" (each set chunked apart, both in each channel),
-    or "split": chunks of every turn, each in both channels, but the chunk's vector reads only
+    The default plan, "split", chunks every turn once: BM25 reads each chunk, its vector only
     the user's words in it (embedding assistant text costs ~7x the user's on LongMemEval; BM25
     reads it for free). A chunk with no user turn is found by BM25 alone. Keeping one chunk in
-    both channels is what lets RRF reward the two rankings' agreement. "split-apart": the same
-    cost, but BM25 reads chunks of every turn and the vectors read separate chunks of the
-    user's turns, so no chunk is in both channels: on the dev data it recalls more at 5 and 10
-    (LoCoMo R@5 +5.8 points) and ranks worse at 1 (LongMemEval R@1 -4.7 points); BENCHMARKS.md.
+    both channels is what lets fusion reward the two rankings' agreement.
     """
-    if view not in VIEWS:
-        raise ValueError(f"unknown chunk view {view!r}; use one of {', '.join(VIEWS)}")
+    plan = get_plan(plan)
     limit = min(max_tokens or embedder.window, embedder.window)
     all_units = [
         unit
@@ -166,15 +162,8 @@ def chunk_session(
         for unit in _units(turn, message, embedder, limit)
     ]
     chunks: list[Chunk] = []
-    if view == "split":
-        return _pack(all_units, limit, "all", 0, embed_roles=("user",))
-    if view == "split-apart":  # all-turn chunks in BM25 only, user-turn chunks in vectors only
-        chunks = _pack(all_units, limit, "all", 0, dense=False)
-        user_units = [u for u in all_units if u.role == "user"]
-        return chunks + _pack(user_units, limit, "user", len(chunks), lexical=False)
-    if view in ("all", "both"):
-        chunks += _pack(all_units, limit, "all", 0)
-    if view in ("user", "both"):
-        user_units = [u for u in all_units if u.role == "user"]
-        chunks += _pack(user_units, limit, "user", len(chunks))
+    for chunk_set in plan.sets:
+        units = all_units if chunk_set.turns is None else [u for u in all_units if u.role in chunk_set.turns]
+        chunks += _pack(units, limit, chunk_set.label, len(chunks), dense=chunk_set.dense,
+                        lexical=chunk_set.lexical, embed_roles=chunk_set.vector_roles)
     return chunks

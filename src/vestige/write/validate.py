@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dates import normalise_date
-from .errors import InvalidInput
-from .types import ROLES, Message
+from ..dates import normalise_date
+from ..errors import InvalidInput
+from ..types import ROLES, Message
 
 MAX_MESSAGE_CHARS = 1_000_000  # one message; beyond this it is a paste accident, not memory
 MAX_ID_CHARS = 256

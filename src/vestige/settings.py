@@ -1,0 +1,26 @@
+"""One copy of every default. The library, the CLI, the server, MCP and the bench read them here."""
+
+from __future__ import annotations
+
+from .embed import DEFAULT_EMBEDDER
+from .lexical import B, K1
+from .read.fusion import RRF_K
+from .write.plan import DEFAULT_PLAN, PLANS
+
+DEFAULT_APP = "default"
+EMBEDDER = DEFAULT_EMBEDDER  # all-MiniLM-L6-v2, int8 ONNX, offline
+PLAN = DEFAULT_PLAN
+PLAN_CHOICES = tuple(PLANS)
+
+DEPTH = 200  # each channel ranks this deep, well beyond the budget
+BUDGET_K = 32  # hits Memory.search returns by default
+RERANK_DEPTH = 50  # the second stage re-reads this many fused candidates
+RERANKER = "evidence"  # the model-free second stage (names, time spans)
+FLOOR = "auto"  # the embedder's calibrated relevance floor
+BM25_K1, BM25_B = K1, B
+FUSION_RRF_K = RRF_K
+
+CLI_K = 5  # hits `vestige search` prints
+HTTP_K = 10  # hits the HTTP search returns unless asked
+CONTEXT_BUDGET_TOKENS = 1000
+CONTEXT_K = 32

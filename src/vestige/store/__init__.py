@@ -1,0 +1,5 @@
+"""Storage behind one contract (``base.Store``); ``open_store`` picks the backend from a location."""
+
+from .base import Store, open_store
+
+__all__ = ["Store", "open_store"]

@@ -1,0 +1,176 @@
+"""Items (sessions and facts), their messages and their chunks, as SQLite rows.
+
+Sessions and facts keep their own tables (a session has messages, a fact a text), but every
+function here takes the kind as a value: one code path for both.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...dates import now_iso
+from ...types import Message
+from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, SampleChunk
+
+TABLES = {"session": "sessions", "fact": "facts"}
+CHUNK_COLUMNS = {"session": "session_id", "fact": "fact_id"}
+
+
+def table(kind: str) -> str:
+    try:
+        return TABLES[kind]
+    except KeyError:
+        raise ValueError(f"unknown item kind {kind!r}; use one of {', '.join(TABLES)}") from None
+
+
+def item_pk(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> int | None:
+    row = cur.execute(
+        f"SELECT id FROM {table(kind)} WHERE app_id = ? AND external_id = ?", (app_id, external_id)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def content_hashes(cur: sqlite3.Cursor, app_id: int, kind: str, external_ids: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for start in range(0, len(external_ids), 500):
+        part = list(external_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        rows = cur.execute(
+            f"SELECT external_id, content_hash FROM {table(kind)} "
+            f"WHERE app_id = ? AND external_id IN ({marks})",
+            (app_id, *part),
+        ).fetchall()
+        out.update(dict(rows))
+    return out
+
+
+def insert_item(cur: sqlite3.Cursor, app_id: int, item: Item) -> int:
+    """Insert the item's own row (and a session's messages); returns its primary key."""
+    metadata = json.dumps(item.metadata, ensure_ascii=False)
+    if item.kind == "session":
+        cur.execute(
+            "INSERT INTO sessions (app_id, external_id, date, metadata, content_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (app_id, item.external_id, item.date, metadata, item.content_hash, now_iso()),
+        )
+        pk = cur.lastrowid
+        cur.executemany(
+            "INSERT INTO messages (session_id, position, role, content, time) VALUES (?, ?, ?, ?, ?)",
+            [(pk, i, m.role, m.content, m.time) for i, m in enumerate(item.messages)],
+        )
+    else:
+        cur.execute(
+            "INSERT INTO facts (app_id, external_id, text, date, metadata, content_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (app_id, item.external_id, item.text, item.date, metadata, item.content_hash, now_iso()),
+        )
+        pk = cur.lastrowid
+    assert pk is not None
+    return pk
+
+
+def insert_chunks(
+    cur: sqlite3.Cursor, app_id: int, kind: str, item_pk: int, chunks: Sequence[IndexedChunk], date: str | None
+) -> list[tuple[int, list[str]]]:
+    """Insert chunk rows in order; returns (chunk id, terms) of the lexical ones."""
+    session_pk = item_pk if kind == "session" else None
+    fact_pk = item_pk if kind == "fact" else None
+    indexed: list[tuple[int, list[str]]] = []
+    for item in chunks:
+        c = item.chunk
+        cur.execute(
+            "INSERT INTO chunks (app_id, session_id, fact_id, position, view, roles, "
+            "first_turn, last_turn, text, date, n_tokens, lex_len, in_lexical, vector, embed_text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                app_id, session_pk, fact_pk, c.position, c.view, ",".join(c.roles), c.first_turn,
+                c.last_turn, c.text, date, c.n_tokens, len(item.terms) if c.lexical else 0,
+                int(c.lexical),
+                np.ascontiguousarray(item.vector, dtype=np.int8).tobytes() if c.dense else None,
+                c.embed_text if c.dense else None,
+            ),
+        )
+        if c.lexical:
+            assert cur.lastrowid is not None
+            indexed.append((cur.lastrowid, item.terms))
+    return indexed
+
+
+def lexical_chunks(cur: sqlite3.Cursor, kind: str, item_pk: int) -> list[tuple[int, str, int]]:
+    """(chunk id, text, BM25 length) of an item's chunks that have postings."""
+    return cur.execute(
+        f"SELECT id, text, lex_len FROM chunks WHERE {CHUNK_COLUMNS[kind]} = ? AND in_lexical = 1 ORDER BY id",
+        (item_pk,),
+    ).fetchall()
+
+
+def delete_item_row(cur: sqlite3.Cursor, kind: str, item_pk: int) -> None:
+    cur.execute(f"DELETE FROM {table(kind)} WHERE id = ?", (item_pk,))  # cascades to chunks
+
+
+def get_item(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> Item | None:
+    if kind == "session":
+        row = cur.execute(
+            "SELECT id, external_id, date, metadata, content_hash FROM sessions "
+            "WHERE app_id = ? AND external_id = ?",
+            (app_id, external_id),
+        ).fetchone()
+        if row is None:
+            return None
+        messages = cur.execute(
+            "SELECT role, content, time FROM messages WHERE session_id = ? ORDER BY position", (row[0],)
+        ).fetchall()
+        return Item("session", row[1], row[2], row[4], json.loads(row[3]), tuple(Message(*m) for m in messages))
+    row = cur.execute(
+        f"SELECT external_id, date, metadata, content_hash, text FROM {table(kind)} "
+        "WHERE app_id = ? AND external_id = ?",
+        (app_id, external_id),
+    ).fetchone()
+    if row is None:
+        return None
+    return Item("fact", row[0], row[1], row[3], json.loads(row[2]), text=row[4])
+
+
+def list_items(cur: sqlite3.Cursor, app_id: int, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+    rows = cur.execute(
+        f"SELECT external_id, date FROM {table(kind)} WHERE app_id = ? ORDER BY id LIMIT ? OFFSET ?",
+        (app_id, limit, offset),
+    ).fetchall()
+    return [ItemSummary(kind, r[0], r[1]) for r in rows]
+
+
+def fetch_chunks(cur: sqlite3.Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+    out: dict[int, ChunkRow] = {}
+    for start in range(0, len(chunk_ids), 500):
+        part = list(chunk_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        rows = cur.execute(
+            "SELECT c.id, c.text, s.external_id, f.external_id, c.date, c.roles, c.view, "
+            "c.position, c.first_turn, c.last_turn FROM chunks c "
+            "LEFT JOIN sessions s ON s.id = c.session_id "
+            "LEFT JOIN facts f ON f.id = c.fact_id "
+            f"WHERE c.app_id = ? AND c.id IN ({marks})",
+            (app_id, *part),
+        ).fetchall()
+        for r in rows:
+            out[r[0]] = ChunkRow(
+                chunk_id=r[0], text=r[1], session_id=r[2], fact_id=r[3], date=r[4],
+                roles=tuple(r[5].split(",")) if r[5] else (), view=r[6], position=r[7],
+                first_turn=r[8], last_turn=r[9],
+            )
+    return out
+
+
+def sample_chunk(cur: sqlite3.Cursor, app_id: int) -> SampleChunk | None:
+    row = cur.execute(
+        "SELECT id, text, vector, in_lexical, embed_text FROM chunks WHERE app_id = ? ORDER BY id DESC LIMIT 1",
+        (app_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    vector = np.frombuffer(row[2], dtype=np.int8).copy() if row[2] is not None else None
+    return SampleChunk(row[0], row[1], vector, bool(row[3]), row[4])

@@ -1,0 +1,291 @@
+"""The embedded default store: everything in one SQLite file (WAL, foreign keys, busy timeout).
+
+Each method is a thin composition of the row-level modules beside it (records, postings,
+vectors, keys) inside one transaction or one snapshot.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ...dates import now_iso
+from ...lexical import postings as lexical_postings
+from ..base import (
+    AppCounts,
+    AppVersion,
+    ChunkRow,
+    Conflict,
+    DocLengths,
+    IndexedChunk,
+    Item,
+    ItemSummary,
+    KeyRecord,
+    PostingsRead,
+    SampleChunk,
+    Store,
+    VectorBatch,
+)
+from . import keys, postings, records, vectors
+from .connection import Connection
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, busy_timeout_ms: int = 30_000):
+        self._db = Connection(str(path), create=create, busy_timeout_ms=busy_timeout_ms)
+        self.path = self._db.path
+        self.location = self.path
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._db.write():
+            yield
+
+    @staticmethod
+    def _app_id(cur: sqlite3.Cursor, app: str) -> int | None:
+        row = cur.execute("SELECT id FROM apps WHERE name = ?", (app,)).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def _version(cur: sqlite3.Cursor, app: str) -> tuple[int, AppVersion] | None:
+        row = cur.execute(
+            "SELECT id, epoch, generation, purge_generation FROM apps WHERE name = ?", (app,)
+        ).fetchone()
+        return (row[0], AppVersion(row[1], row[2], row[3])) if row else None
+
+    @staticmethod
+    def _ensure_app(cur: sqlite3.Cursor, app: str) -> int:
+        created = cur.execute(
+            "INSERT OR IGNORE INTO apps (name, created_at, epoch) VALUES (?, ?, ?)",
+            (app, now_iso(), secrets.token_hex(16)),
+        ).rowcount == 1
+        app_id = cur.execute("SELECT id FROM apps WHERE name = ?", (app,)).fetchone()[0]
+        if created:  # an existing app without statistics stays untrusted until reindexed
+            postings.reset_stats(cur, app_id)
+        return app_id
+
+    @staticmethod
+    def _bump(cur: sqlite3.Cursor, app_id: int, purge: bool) -> None:
+        cur.execute(
+            "UPDATE apps SET generation = generation + 1, "
+            "purge_generation = purge_generation + ? WHERE id = ?",
+            (1 if purge else 0, app_id),
+        )
+
+    # -- meta and apps ----------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.read("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0][0] if row else None
+
+    def claim_meta(self, values: Mapping[str, str]) -> dict[str, str]:
+        keys_ = list(values)
+        marks = ",".join("?" * len(keys_))
+        stored = dict(self._db.read(f"SELECT key, value FROM meta WHERE key IN ({marks})", keys_))
+        if all(k in stored for k in keys_):
+            return stored  # nothing to claim: no write (read-only files stay readable)
+        with self._db.write() as cur:
+            cur.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", list(values.items()))
+            return dict(cur.execute(f"SELECT key, value FROM meta WHERE key IN ({marks})", keys_).fetchall())
+
+    def apps(self) -> list[str]:
+        return [r[0] for r in self._db.read("SELECT name FROM apps ORDER BY name")]
+
+    def app_version(self, app: str) -> AppVersion | None:
+        with self._db.snapshot() as cur:
+            found = self._version(cur, app)
+        return found[1] if found else None
+
+    def delete_app(self, app: str) -> bool:
+        with self._db.write() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is None:
+                return False
+            terms = [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?", (app_id,))]
+            cur.execute("DELETE FROM apps WHERE id = ?", (app_id,))  # cascades everywhere
+            postings.Blocks(cur, app_id).drop_unused_terms(terms)
+        return True
+
+    # -- items --------------------------------------------------------------------------------
+
+    def content_hashes(self, app: str, kind: str, external_ids: Sequence[str]) -> dict[str, str]:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is None or not external_ids:
+                return {}
+            return records.content_hashes(cur, app_id, kind, external_ids)
+
+    def put_items(
+        self,
+        app: str,
+        items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
+        *,
+        expect: Mapping[tuple[str, str], str | None] | None = None,
+    ) -> None:
+        if not items:
+            return
+        with self._db.write() as cur:
+            app_id = self._ensure_app(cur, app)
+            for (kind, external_id), wanted in (expect or {}).items():
+                now = records.content_hashes(cur, app_id, kind, [external_id]).get(external_id)
+                if now != wanted:
+                    raise Conflict(f"{kind} {external_id!r} of app {app!r} changed meanwhile")
+            blocks = postings.Blocks(cur, app_id)
+            replaced = False
+            for item, chunks in items:
+                replaced |= self._delete(cur, app_id, item.kind, item.external_id)
+                pk = records.insert_item(cur, app_id, item)
+                indexed = records.insert_chunks(cur, app_id, item.kind, pk, chunks, item.date)
+                lexical_postings.add(blocks, indexed)
+            self._bump(cur, app_id, purge=replaced)
+
+    @staticmethod
+    def _delete(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> bool:
+        pk = records.item_pk(cur, app_id, kind, external_id)
+        if pk is None:
+            return False
+        lexical_postings.remove(postings.Blocks(cur, app_id), records.lexical_chunks(cur, kind, pk))
+        records.delete_item_row(cur, kind, pk)
+        return True
+
+    def delete_item(self, app: str, kind: str, external_id: str) -> bool:
+        records.table(kind)
+        with self._db.write() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is None or not self._delete(cur, app_id, kind, external_id):
+                return False
+            self._bump(cur, app_id, purge=True)
+        return True
+
+    def get_item(self, app: str, kind: str, external_id: str) -> Item | None:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return None if app_id is None else records.get_item(cur, app_id, kind, external_id)
+
+    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else records.list_items(cur, app_id, kind, limit, offset)
+
+    def counts(self, app: str) -> AppCounts | None:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is None:
+                return None
+            count = lambda sql: cur.execute(sql, (app_id,)).fetchone()[0]  # noqa: E731
+            return AppCounts(
+                sessions=count("SELECT count(*) FROM sessions WHERE app_id = ?"),
+                messages=count(
+                    "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.app_id = ?"
+                ),
+                facts=count("SELECT count(*) FROM facts WHERE app_id = ?"),
+                chunks=count("SELECT count(*) FROM chunks WHERE app_id = ?"),
+            )
+
+    # -- chunks ---------------------------------------------------------------------------------
+
+    def fetch_chunks(self, app: str, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+        if not chunk_ids:
+            return {}
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return {} if app_id is None else records.fetch_chunks(cur, app_id, chunk_ids)
+
+    def sample_chunk(self, app: str) -> SampleChunk | None:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return None if app_id is None else records.sample_chunk(cur, app_id)
+
+    # -- the channels' storage --------------------------------------------------------------------
+
+    def read_vectors(self, app: str, after_id: int = 0) -> VectorBatch:
+        with self._db.snapshot() as cur:
+            found = self._version(cur, app)
+            if found is None:
+                return VectorBatch(None, np.zeros(0, np.int64), np.zeros((0, 0), np.int8))
+            ids, matrix = vectors.read_vectors(cur, found[0], after_id)
+        return VectorBatch(found[1], ids, matrix)
+
+    def doc_lengths(self, app: str) -> DocLengths:
+        with self._db.snapshot() as cur:
+            found = self._version(cur, app)
+            if found is None:
+                return DocLengths(None, np.zeros(0, np.int64), np.zeros(0, np.float64))
+            ids, lengths = postings.doc_lengths(cur, found[0])
+        return DocLengths(found[1], ids, lengths)
+
+    def read_postings(self, app: str, terms: Collection[str]) -> PostingsRead:
+        with self._db.snapshot() as cur:
+            found = self._version(cur, app)
+            if found is None:
+                return PostingsRead(None, None, {})
+            app_id, version = found
+            blocks = postings.read_blocks_for_terms(cur, app_id, terms) if terms else {}
+            return PostingsRead(version, postings.stats(cur, app_id), blocks)
+
+    def mark_lexical_stale(self, app: str) -> None:
+        with self._db.write() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is not None:
+                cur.execute("DELETE FROM lex_stats WHERE app_id = ?", (app_id,))
+
+    def rebuild_lexical(self, app: str, analyze: Callable[[str], list[str]]) -> int:
+        with self._db.write() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is None:
+                return 0
+            old_terms = [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?", (app_id,))]
+            cur.execute("DELETE FROM lex_postings WHERE app_id = ?", (app_id,))
+            postings.reset_stats(cur, app_id)
+            rows = cur.execute(
+                "SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id", (app_id,)
+            ).fetchall()
+            chunks = [(chunk_id, analyze(text)) for chunk_id, text in rows]
+            cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(len(t), i) for i, t in chunks])
+            blocks = postings.Blocks(cur, app_id)
+            lexical_postings.add(blocks, chunks)
+            blocks.drop_unused_terms(old_terms)
+            self._bump(cur, app_id, purge=False)
+        return len(rows)
+
+    # -- API keys ---------------------------------------------------------------------------------
+
+    def add_key(self, app: str, key_hash: str, prefix: str, label: str | None, created_at: str) -> KeyRecord:
+        with self._db.write() as cur:
+            return keys.add_key(cur, app, key_hash, prefix, label, created_at)
+
+    def find_keys(self, *, key_id: int | None = None, key_hash: str | None = None,
+                  prefix: str | None = None) -> list[KeyRecord]:
+        given = [(c, v) for c, v in (("id", key_id), ("key_hash", key_hash), ("prefix", prefix)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("find_keys takes exactly one of key_id, key_hash, prefix")
+        with self._db.snapshot() as cur:
+            return keys.find_keys(cur, *given[0])
+
+    def list_keys(self, app: str | None = None, *, include_revoked: bool = False) -> list[KeyRecord]:
+        with self._db.snapshot() as cur:
+            return keys.list_keys(cur, app, include_revoked)
+
+    def revoke_key(self, key_id: int, at: str) -> KeyRecord | None:
+        with self._db.write() as cur:
+            return keys.revoke_key(cur, key_id, at)
+
+    # -- size -------------------------------------------------------------------------------------
+
+    def size_bytes(self) -> int | None:
+        if self._db.in_memory or not Path(self.path).exists():
+            return None
+        return Path(self.path).stat().st_size
