@@ -82,7 +82,7 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    import onnxruntime
+    from importlib.metadata import version as package_version  # importing onnxruntime starts its telemetry
     import tokenizers
 
     try:
@@ -97,7 +97,7 @@ def machine() -> dict:
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "onnxruntime": onnxruntime.__version__,
+        "onnxruntime": package_version("onnxruntime"),
         "tokenizers": tokenizers.__version__,
         "sqlite": __import__("sqlite3").sqlite_version,
         "platform": platform.platform(),

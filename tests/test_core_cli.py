@@ -127,3 +127,74 @@ def test_entry_point_runs_as_a_subprocess(tmp_path):
         [sys.executable, "-m", "vestige.cli", "--help"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0 and "ingest" in result.stdout
+
+
+# -- opening a database ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["search", "anything"], ["stats"], ["doctor"], ["reindex"], ["delete", "x"],
+                                     ["keys", "list"]])
+def test_commands_that_only_read_refuse_a_missing_database(tmp_path, command):
+    missing = tmp_path / "no" / "such" / "memory.sqlite"
+    result = _run(*command, "--db", str(missing), env={"VESTIGE_DB": ""})
+    assert result.exit_code == 1
+    assert f"no database at {missing}" in result.output and "vestige ingest" in result.output
+    assert not (tmp_path / "no").exists()  # no file, and no folders either
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("content", [b"this is a text file, not a database\n" * 20, b"\x00" * 4096])
+def test_a_file_that_is_not_a_vestige_database_is_named(tmp_path, content):
+    path = tmp_path / "notes.sqlite"
+    path.write_bytes(content)
+    result = _run("stats", "--db", str(path))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{path} is not a vestige database" in result.output or "of another program" in result.output
+
+
+def test_another_programs_sqlite_file_is_refused_untouched(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    for command in (["stats"], ["ingest", str(tmp_path / "x.jsonl")]):
+        (tmp_path / "x.jsonl").write_text(json.dumps({"session_id": "s", "messages": [{"role": "user", "content": "hi"}]}))
+        result = _run(*command, "--db", str(path), "--embedder", "hash") if command[0] == "ingest" else _run(*command, "--db", str(path))
+        assert result.exit_code == 1 and "another program" in result.output, result.output
+    assert path.read_bytes() == before
+
+
+def test_bad_options_are_one_line_errors(tmp_path):
+    sessions = tmp_path / "s.jsonl"
+    sessions.write_text(json.dumps({"session_id": "s", "messages": [{"role": "user", "content": "my cat Admon"}]}))
+    db = str(tmp_path / "m.sqlite")
+    result = _run("ingest", str(sessions), "--db", db, "--embedder", "nope")
+    assert result.exit_code == 1 and "unknown embedder 'nope'" in result.output and "Traceback" not in result.output
+    assert _run("ingest", str(sessions), "--db", db, "--embedder", "hash").exit_code == 0
+    result = _run("search", "cat", "--db", db, "--embedder", "nope")
+    assert result.exit_code == 1 and "unknown embedder 'nope'" in result.output
+    for bad in (["--limit", "0"], ["--limit", "-5"], ["--batch", "-1"], ["--batch", "0"]):
+        result = _run("ingest", str(sessions), "--db", db, *bad)
+        assert result.exit_code == 2 and "Invalid value" in result.output, bad
+
+
+def test_the_database_remembers_its_embedder_and_plan(tmp_path):
+    sessions = tmp_path / "s.jsonl"
+    sessions.write_text(json.dumps({"session_id": "s", "messages": [{"role": "user", "content": "my cat Admon"}]}))
+    db = str(tmp_path / "m.sqlite")
+    assert _run("ingest", str(sessions), "--db", db, "--embedder", "hash", "--plan", "all").exit_code == 0
+    # later commands need neither option again
+    result = _run("search", "Admon", "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["session_id"] == "s"
+    stats = json.loads(_run("stats", "--db", db).output)
+    assert stats["embedder"].startswith("hash") and stats["index_plan"] == "all"
+    # naming another one is refused with the recorded one in the message
+    result = _run("ingest", str(sessions), "--db", db, "--plan", "split")
+    assert result.exit_code == 1 and "indexed with plan 'all'" in result.output
+    result = _run("search", "Admon", "--db", db, "--embedder", "hash:32")
+    assert result.exit_code == 1 and "was built with embedder 'hash-64-64'" in result.output

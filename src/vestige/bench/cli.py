@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .. import settings
 from .configs import CONFIGS
 
 
@@ -17,7 +18,7 @@ def _run_options(fn):
     fn = click.option("--no-cache", is_flag=True, help="Embed without the persistent cache.")(fn)
     fn = click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
                       type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")(fn)
-    fn = click.option("--embedder", default="minilm", show_default=True,
+    fn = click.option("--embedder", default=settings.EMBEDDER, show_default=True,
                       help="Embedding model: minilm (default), hash (tests only), st:NAME_OR_PATH.")(fn)
     fn = click.option("--stride", type=int, help="Take every Nth haystack (a spread over a file sorted by type), before --limit.")(fn)
     fn = click.option("--limit", type=int, help="Only the first N haystacks (LongMemEval questions, LoCoMo conversations).")(fn)

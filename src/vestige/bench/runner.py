@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import platform
 import resource
-import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -25,18 +24,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..write.chunk import chunk_session
+from .. import settings
 from ..embed import Embedder, get_embedder
 from ..embed.cache import EmbeddingCache, text_key
-from ..read.fusion import rrf
 from ..memory import Memory
+from ..read.fusion import rrf
+from ..rerank import get_reranker
 from ..types import Chunk, Hit, Message
+from ..write.chunk import chunk_session
 from ..write.validate import check_session
 from .configs import BenchConfig
 from .data import Haystack, Question, load_locomo, load_longmemeval
 from .extract import condense
 from .followups import make_followup
-from ..rerank import get_reranker
 from .metrics import first_rank, session_metrics
 
 APP = "bench"
@@ -179,33 +179,17 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-def _cached_keys(cache_path: Path, keys: list[bytes]) -> set[bytes]:
-    """Which keys the cache file already holds (read-only look-up, no embedding)."""
-    if not cache_path.exists():
-        return set()
-    conn = sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True)
-    try:
-        found: set[bytes] = set()
-        for start in range(0, len(keys), 500):
-            part = keys[start : start + 500]
-            marks = ",".join("?" * len(part))
-            found.update(r[0] for r in conn.execute(f"SELECT key FROM vectors WHERE key IN ({marks})", part))
-        return found
-    finally:
-        conn.close()
-
-
 class Runner:
     def __init__(
         self,
         config: BenchConfig,
-        embedder: str | Embedder = "minilm",
+        embedder: str | Embedder = settings.EMBEDDER,
         cache_path: str | Path | None = DEFAULT_CACHE,
         progress: bool = True,
         threads: int | None = None,
     ):
         self.config = config
-        if embedder == "minilm" and threads:
+        if embedder == settings.EMBEDDER and threads:
             from ..embed.onnx_minilm import MiniLMOnnxEmbedder
 
             self.embedder: Embedder = MiniLMOnnxEmbedder(threads=threads)
@@ -255,7 +239,7 @@ class Runner:
         if self.cache is None or self.cache_path is None:
             return
         keys = {text_key(self.embedder.model_id, t): t for t in texts}
-        have = _cached_keys(self.cache_path, list(keys))
+        have = self.cache.cached(list(keys))
         # Newest-first: another process filling the same cache in the run's natural order (a
         # warm-up job, say) and this one meet in the middle; each batch is re-checked first.
         missing = [t for k, t in reversed(keys.items()) if k not in have]
@@ -269,7 +253,7 @@ class Runner:
             for b in range(0, len(missing), 128):
                 batch = missing[b : b + 128]
                 keys_b = [text_key(self.embedder.model_id, t) for t in batch]
-                present = _cached_keys(self.cache_path, keys_b)
+                present = self.cache.cached(keys_b)
                 todo = [t for t, k in zip(batch, keys_b) if k not in present]
                 if todo:
                     self.cache.embed_int8(self.embedder, todo)
@@ -495,7 +479,7 @@ def run_benchmarks(
     *,
     limit: int | None = None,
     stride: int | None = None,
-    embedder: str = "minilm",
+    embedder: str = settings.EMBEDDER,
     cache_path: str | Path | None = DEFAULT_CACHE,
     progress: bool = True,
     threads: int | None = None,
@@ -503,7 +487,7 @@ def run_benchmarks(
     """Run configs over one file in one process (sharing chunking and index builds); one run
     folder per config."""
     import numpy
-    import onnxruntime
+    from importlib.metadata import version as package_version  # importing onnxruntime starts its telemetry
 
     from .report import write_run
 
@@ -547,7 +531,7 @@ def run_benchmarks(
             "code_version": version,
             "python": platform.python_version(),
             "numpy": numpy.__version__,
-            "onnxruntime": onnxruntime.__version__,
+            "onnxruntime": package_version("onnxruntime"),
             "cache": str(cache_path) if cache_path else None,
             "embedded_this_run": runner.embedded,
             "threads": threads,
@@ -557,7 +541,7 @@ def run_benchmarks(
             "command": " ".join(
                 ["vestige bench", dataset, "--data", str(data), "--config", config.name, "--out", str(out)]
                 + (["--limit", str(limit)] if limit else []) + (["--stride", str(stride)] if stride else [])
-                + (["--embedder", embedder] if embedder != "minilm" else [])
+                + (["--embedder", embedder] if embedder != settings.EMBEDDER else [])
             ),
         }
         summaries.append(write_run(Path(out), all_rows[config.name], meta))

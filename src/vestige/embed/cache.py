@@ -70,6 +70,16 @@ class EmbeddingCache:
                 progress(sum(counts.values()))
         return np.stack([np.frombuffer(found[k], dtype=np.int8) for k in keys])
 
+    def cached(self, keys: Sequence[bytes]) -> set[bytes]:
+        """Which keys the cache holds now (other processes' writes included); embeds nothing."""
+        found: set[bytes] = set()
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = list(keys[start : start + 500])
+                marks = ",".join("?" * len(part))
+                found.update(r[0] for r in self._conn.execute(f"SELECT key FROM vectors WHERE key IN ({marks})", part))
+        return found
+
     def __len__(self) -> int:
         with self._lock:
             return self._conn.execute("SELECT count(*) FROM vectors").fetchone()[0]

@@ -73,8 +73,23 @@ def content_hash(payload: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def as_session_input(item: Any, where: str) -> SessionInput:
+    """A SessionInput, or a mapping with its fields ({"messages", "session_id", "date", "metadata"})."""
+    if isinstance(item, SessionInput):
+        return item
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"messages", "session_id", "date", "metadata"}
+        if unknown:
+            raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        if "messages" not in item:
+            raise InvalidInput(f"{where}: missing field 'messages'")
+        return SessionInput(item["messages"], item.get("session_id"), item.get("date"), item.get("metadata") or {})
+    raise InvalidInput(f"{where}: a session must be a SessionInput or an object, got {type(item).__name__}")
+
+
 def check_session(item: SessionInput, where: str) -> tuple[str, str | None, list[Message], dict[str, Any], str]:
     """(session id, ISO date, messages, metadata, content hash), or InvalidInput naming the record."""
+    item = as_session_input(item, where)
     if item.session_id is not None:
         where = f"{where} (session {item.session_id!r})"
     if not isinstance(item.messages, list):
