@@ -36,6 +36,20 @@ def load_locomo() -> list[dict[str, Any]]:
     return _locomo_cache
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--heavy", action="store_true", default=False,
+                     help="Also run the heavy reliability loops (minutes; their figures are in RELIABILITY.md).")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--heavy"):
+        return
+    skip = pytest.mark.skip(reason="heavy loop: run with --heavy (figures in RELIABILITY.md)")
+    for item in items:
+        if "heavy" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def locomo() -> list[dict[str, Any]]:
     return load_locomo()

@@ -73,6 +73,9 @@ class Connection:
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Forgetting is real: freed pages are overwritten with zeros, whatever this SQLite build's
+        # compile-time default is (see checkpoint() for the copy in the write-ahead log).
+        conn.execute("PRAGMA secure_delete = ON")
         try:
             migrate(conn)
         except SchemaError as exc:
@@ -125,6 +128,21 @@ class Connection:
             finally:
                 if self.conn.in_transaction:
                     self.conn.execute("COMMIT")
+
+    def checkpoint(self) -> bool:
+        """Copy the write-ahead log into the database and truncate it, so that text a delete
+        removed survives in neither file. False when a reader of another connection still
+        holds an older snapshot (the log is then truncated by a later checkpoint)."""
+        if self.in_memory:
+            return True
+        with self.lock:
+            if self.conn.in_transaction:
+                return False
+            try:
+                busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from None
+            return busy == 0
 
     def read(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self.lock:
