@@ -18,8 +18,6 @@ from .write.validate import check_app
 KEY_PREFIX = "vst_"
 SHOWN_CHARS = 12  # "vst_" + 8 characters: enough to tell keys apart, useless to log in
 
-KeyInfo = KeyRecord  # the description of a key that listings show
-
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()

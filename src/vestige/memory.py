@@ -51,12 +51,6 @@ class IngestReport:
         self.unchanged += other.unchanged
         self.chunks += other.chunks
 
-    def status_of(self, item_id: str) -> str:
-        for status in ("added", "replaced", "unchanged"):
-            if item_id in getattr(self, status):
-                return status
-        raise KeyError(item_id)
-
 
 class Memory:
     """Long-term memory over one store (a SQLite file by default).
@@ -475,4 +469,4 @@ class Memory:
         """Rebuild an app's lexical index from its stored text."""
         app = check_app(app)
         self._require_app(app)
-        return self.store.rebuild_lexical(app, lexical.analyze)
+        return self.store.rebuild_lexical(app)

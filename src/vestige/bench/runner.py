@@ -466,11 +466,6 @@ def run_many(runners: list[Runner], haystacks: list[Haystack], dataset: str) -> 
 LOADERS = {"longmemeval": load_longmemeval, "locomo": load_locomo}
 
 
-def run_benchmark(dataset: str, data: str | Path, config: BenchConfig, out: str | Path, **kwargs: Any) -> dict[str, Any]:
-    """Run one config on one file and write rows.jsonl, config.json, summary.json/.md and a plot."""
-    return run_benchmarks(dataset, data, [config], [out], **kwargs)[0]
-
-
 def run_benchmarks(
     dataset: str,
     data: str | Path,

@@ -19,6 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .. import settings
 from ..context import place_context
 from ..errors import InvalidInput, UnknownApp, VestigeError
 from ..health import check
@@ -90,7 +91,7 @@ class FactIn(Strict):
 
 class SearchIn(Strict):
     query: str = Field(min_length=1, max_length=MAX_QUERY)
-    k: int = Field(default=10, ge=1, le=MAX_K)
+    k: int = Field(default=settings.HTTP_K, ge=1, le=MAX_K)
     previous: str | None = Field(default=None, max_length=MAX_QUERY, description="The previous turn, for a follow-up.")
 
 
@@ -107,8 +108,8 @@ class ContextIn(Strict):
         default=None, max_length=1_000,
         description="An OpenAI-style chat; the response returns it with the block in the last user turn.")
     previous: str | None = Field(default=None, max_length=MAX_QUERY)
-    budget_tokens: int = Field(default=1000, ge=1, le=100_000)
-    k: int = Field(default=32, ge=1, le=MAX_K)
+    budget_tokens: int = Field(default=settings.CONTEXT_BUDGET_TOKENS, ge=1, le=100_000)
+    k: int = Field(default=settings.CONTEXT_K, ge=1, le=MAX_K)
     order: Literal["date", "relevance"] = "date"
 
 

@@ -18,7 +18,7 @@ parallel code paths.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -68,7 +68,8 @@ class ItemSummary:
 
 @dataclass
 class IndexedChunk:
-    """A chunk with everything both channels need: its int8 vector and its index terms."""
+    """A chunk with everything both channels need: its int8 vector and its index terms (which
+    must be ``vestige.lexical.analyze(chunk.text)``: deletes unindex what that gives)."""
 
     chunk: Chunk
     vector: np.ndarray | None  # int8, normalised before quantisation; None if not dense
@@ -230,11 +231,12 @@ class Store(ABC):
 
     @abstractmethod
     def app_version(self, app: str) -> AppVersion | None:
-        """None when the app holds nothing (was never written, or was deleted)."""
+        """None when the app was never written or was deleted with ``delete_app`` (an app whose
+        items were all deleted one by one still exists, empty)."""
 
     @abstractmethod
     def delete_app(self, app: str) -> bool:
-        """Delete everything the app holds; False if it held nothing."""
+        """Delete everything the app holds; False if it does not exist."""
 
     # -- items ----------------------------------------------------------------------------
 
@@ -264,7 +266,8 @@ class Store(ABC):
 
     @abstractmethod
     def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
-        """Items of one kind in the order they were first stored, paged."""
+        """Items of one kind in the order they were last stored (a replace moves an item to
+        the end), paged."""
 
     @abstractmethod
     def counts(self, app: str) -> AppCounts | None: ...
@@ -298,9 +301,10 @@ class Store(ABC):
         """Forget the app's index statistics, so the channel refuses it until rebuilt."""
 
     @abstractmethod
-    def rebuild_lexical(self, app: str, analyze: Callable[[str], list[str]]) -> int:
-        """Rebuild the app's postings from its stored chunk text, in one transaction; returns
-        the number of chunks indexed."""
+    def rebuild_lexical(self, app: str) -> int:
+        """Rebuild the app's postings from its stored chunk text with ``vestige.lexical.analyze``
+        (the one analyzer, versioned by ``lexical.VERSION``: deletes unindex with it too), in one
+        transaction; returns the number of chunks indexed."""
 
     # -- API keys ---------------------------------------------------------------------------
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from ...dates import now_iso
+from ...lexical import analyze as lexical_analyze
 from ...lexical import postings as lexical_postings
 from ..base import (
     AppCounts,
@@ -133,14 +134,20 @@ class SQLiteStore(Store):
         *,
         expect: Mapping[tuple[str, str], str | None] | None = None,
     ) -> None:
-        if not items:
+        if not items and not expect:
             return
         with self._db.write() as cur:
-            app_id = self._ensure_app(cur, app)
+            # Compare before anything is written (an app that does not exist holds nothing).
+            existing = self._app_id(cur, app)
             for (kind, external_id), wanted in (expect or {}).items():
-                now = records.content_hashes(cur, app_id, kind, [external_id]).get(external_id)
+                now = None
+                if existing is not None:
+                    now = records.content_hashes(cur, existing, kind, [external_id]).get(external_id)
                 if now != wanted:
                     raise Conflict(f"{kind} {external_id!r} of app {app!r} changed meanwhile")
+            if not items:
+                return
+            app_id = self._ensure_app(cur, app)
             blocks = postings.Blocks(cur, app_id)
             replaced = False
             for item, chunks in items:
@@ -242,7 +249,7 @@ class SQLiteStore(Store):
             if app_id is not None:
                 cur.execute("DELETE FROM lex_stats WHERE app_id = ?", (app_id,))
 
-    def rebuild_lexical(self, app: str, analyze: Callable[[str], list[str]]) -> int:
+    def rebuild_lexical(self, app: str) -> int:
         with self._db.write() as cur:
             app_id = self._app_id(cur, app)
             if app_id is None:
@@ -253,7 +260,7 @@ class SQLiteStore(Store):
             rows = cur.execute(
                 "SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id", (app_id,)
             ).fetchall()
-            chunks = [(chunk_id, analyze(text)) for chunk_id, text in rows]
+            chunks = [(chunk_id, lexical_analyze(text)) for chunk_id, text in rows]
             cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(len(t), i) for i, t in chunks])
             blocks = postings.Blocks(cur, app_id)
             lexical_postings.add(blocks, chunks)
