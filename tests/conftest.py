@@ -18,6 +18,8 @@ import pytest
 from vestige.embed import get_embedder
 from vestige.memory import Memory
 
+from pg_server import pg_server  # noqa: F401  (a real PostgreSQL server, session-scoped)
+
 #: ../shared/data beside the project checkout (CI has the same copy there).
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LOCOMO_PATH = DATA_DIR / "locomo_dev.json.gz"

@@ -47,8 +47,10 @@ from vestige.store.base import (
     PostingsRead,
     SampleChunk,
     Store,
+    StoredChunk,
     VectorBatch,
 )
+from vestige.types import Chunk
 
 
 def _check_kind(kind: str) -> None:
@@ -386,6 +388,23 @@ class DictStore(Store):
                 )
             return out
 
+    def item_chunks(self, app: str, kind: str, external_id: str) -> list[StoredChunk]:
+        _check_kind(kind)
+        with self._read() as state:
+            found = state.apps.get(app)
+            record = found.items.get((kind, external_id)) if found else None
+            if record is None:
+                return []
+            out = []
+            for chunk_id in sorted(record.chunk_ids):
+                c = found.chunks[chunk_id]
+                chunk = Chunk(text=c.text, position=c.position, roles=c.roles, first_turn=c.first_turn,
+                              last_turn=c.last_turn, view=c.view, n_tokens=c.n_tokens, dense=c.vector is not None,
+                              lexical=c.in_lexical, embed_text=c.embed_text)
+                vector = np.frombuffer(c.vector, dtype=np.int8).copy() if c.vector is not None else None
+                out.append(StoredChunk(c.id, chunk, vector))
+            return out
+
     def sample_chunk(self, app: str) -> SampleChunk | None:
         with self._read() as state:
             found = state.apps.get(app)
@@ -491,6 +510,10 @@ class DictStore(Store):
                 self._key(i, row) for i, row in sorted(state.keys.items())
                 if (app is None or row["app"] == app) and (include_revoked or row["revoked_at"] is None)
             ]
+
+    def key_hashes(self) -> dict[int, str]:
+        with self._read() as state:
+            return {i: row["key_hash"] for i, row in state.keys.items()}
 
     def revoke_key(self, key_id: int, at: str) -> KeyRecord | None:
         with self.transaction():

@@ -580,6 +580,38 @@ class StoreContract:
         store.put_items(B, [fact("g1", "later, elsewhere")])
         assert store.sample_chunk(A).text == "the user said hello and more"
 
+    def test_item_chunks_are_what_put_items_was_given(self, store: Store) -> None:
+        item = Item("session", "s1", "2024-02-02", digest("s1"), {},
+                    (Message("user", "hello there"), Message("assistant", "hi, how can I help")))
+        chunks = [
+            indexed("hello there\nhi, how can I help", 0, roles=("user", "assistant"), first_turn=0, last_turn=1),
+            indexed("hello there", 1, roles=("user",), view="user", first_turn=0, last_turn=0, embed_text="hello"),
+            indexed("not embedded", 2, roles=(), dense=False),
+            indexed("not indexed", 3, lexical=False),
+        ]
+        store.put_items(A, [fact("f0", "before"), (item, chunks), fact("f1", "after")])
+        got = store.item_chunks(A, "session", "s1")
+        assert [g.chunk for g in got] == [c.chunk for c in chunks]
+        for g, c in zip(got, chunks):
+            if c.chunk.dense:
+                assert g.vector.dtype == np.int8 and np.array_equal(g.vector, c.vector)
+            else:
+                assert g.vector is None
+        ids = [g.chunk_id for g in got]
+        assert ids == sorted(ids) and set(ids) == set(store.fetch_chunks(A, ids))
+        assert max(g.chunk_id for g in store.item_chunks(A, "fact", "f0")) < ids[0]
+        assert min(g.chunk_id for g in store.item_chunks(A, "fact", "f1")) > ids[-1]
+        # What it gives back is what put_items takes: a copy ranks as the original does.
+        copy = [IndexedChunk(g.chunk, g.vector, analyze(g.chunk.text) if g.chunk.lexical else []) for g in got]
+        store.put_items(B, [(item, copy)])
+        assert [g.chunk for g in store.item_chunks(B, "session", "s1")] == [c.chunk for c in chunks]
+        assert store.item_chunks(A, "session", "nope") == [] and store.item_chunks("gamma", "session", "s1") == []
+        assert store.item_chunks(A, "fact", "s1") == []
+        with pytest.raises(ValueError):
+            store.item_chunks(A, "note", "s1")
+        store.delete_item(A, "session", "s1")
+        assert store.item_chunks(A, "session", "s1") == []
+
     # -- the dense channel's storage -----------------------------------------------------------
 
     def test_read_vectors(self, store: Store) -> None:
@@ -916,6 +948,13 @@ class StoreContract:
         assert store.list_keys(A, include_revoked=True) == [revoked, k3]
         assert store.list_keys(include_revoked=True) == [revoked, k2, k3]
         assert store.find_keys(key_hash="hash-1") == [revoked]  # revoked keys are still found
+
+    def test_key_hashes_are_read_back_for_copies_only(self, store: Store) -> None:
+        assert store.key_hashes() == {}
+        k1 = store.add_key(A, "hash-1", "vk_1", None, "2024-01-01T00:00:00")
+        k2 = store.add_key(B, "hash-2", "vk_2", "ci", "2024-01-02T00:00:00")
+        store.revoke_key(k1.id, "2024-02-01T00:00:00")
+        assert store.key_hashes() == {k1.id: "hash-1", k2.id: "hash-2"}  # revoked ones too
 
     def test_keys_outlive_their_apps_memory(self, store: Store) -> None:
         store.put_items(A, [fact("f1", "memory")])

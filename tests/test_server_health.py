@@ -112,3 +112,29 @@ def test_incomplete_lexical_index_fails_health(tmp_path):
     report = check(memory)
     assert not report.ok and "falls back to vectors" in report.apps["me"]["lexical"]["error"]
     memory.close()
+
+
+def test_a_writer_replacing_the_sampled_chunk_during_the_check_is_no_failure(tmp_path):
+    """Under churn the sampled chunk may be replaced between sampling and searching: that is
+    not a broken index, and the check samples again (it answered 503 once in 31 heavy checks)."""
+    from vestige.health import check_app_index
+
+    path = tmp_path / "churn.sqlite"
+    memory = Memory(path, embedder="hash")
+    memory.add_session([{"role": "user", "content": "The quartz lighthouse keeper feeds herons."}], app="a", session_id="s1")
+    real_sample = memory.store.sample_chunk
+    replaced = []
+
+    def sample_then_another_writer_replaces(app):
+        found = real_sample(app)
+        if not replaced:  # another process replaces the session right after the sample is read
+            with Memory(path, embedder="hash") as other:
+                other.add_session([{"role": "user", "content": "Entirely new words about tomato soup."}],
+                                  app="a", session_id="s1")
+            replaced.append(True)
+        return found
+
+    memory.store.sample_chunk = sample_then_another_writer_replaces
+    result = check_app_index(memory, "a")
+    assert replaced and result["ok"], result
+    memory.close()

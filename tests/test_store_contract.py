@@ -9,6 +9,7 @@ import pytest
 pytest.register_assert_rewrite("store_contract")
 
 from memory_store import DictStore  # noqa: E402
+from pg_server import postgres_backend  # noqa: E402
 from store_contract import Backend, StoreContract  # noqa: E402
 
 from vestige.store.base import Store  # noqa: E402
@@ -32,6 +33,7 @@ BACKENDS = [
     Backend("sqlite-memory", lambda folder: SQLiteStore(":memory:"), sqlite_terms, SQLITE_KNOWN),
     Backend("sqlite-file", lambda folder: SQLiteStore(folder / "x.sqlite"), sqlite_terms, SQLITE_KNOWN),
     Backend("dict", lambda folder: DictStore(), dict_terms),
+    postgres_backend(),  # a fresh schema of the session's PostgreSQL server (tests/pg_server.py)
 ]
 
 

@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 
 
-def default_db_path() -> Path:
-    """$VESTIGE_DB, else ~/.local/share/vestige/memory.sqlite (under $XDG_DATA_HOME if set)."""
+def default_db_path() -> Path | str:
+    """$VESTIGE_DB (a path, or a URL such as postgresql://... kept as it is), else
+    ~/.local/share/vestige/memory.sqlite (under $XDG_DATA_HOME if set)."""
     if os.environ.get("VESTIGE_DB"):
-        return Path(os.environ["VESTIGE_DB"]).expanduser()
+        value = os.environ["VESTIGE_DB"]
+        return value if "://" in value else Path(value).expanduser()  # a Path folds "//" into "/"
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "vestige" / "memory.sqlite"
 

@@ -20,6 +20,7 @@ from typing import Any
 from .errors import InvalidInput
 from .settings import CONTEXT_BUDGET_TOKENS
 from .types import Hit
+from .write.validate import shown
 
 #: Opening and closing lines of every non-empty block. Changing them changes every prompt:
 #: keep them stable so prompt caches and evaluations stay comparable.
@@ -96,17 +97,17 @@ def format_snippet(number: int, hit: Hit) -> str:
 
 def _check_budget(budget_tokens: Any) -> int:
     if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
-        raise InvalidInput(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+        raise InvalidInput(f"budget_tokens must be a positive integer, got {shown(budget_tokens)}")
     if budget_tokens > MAX_BUDGET_TOKENS:
-        raise InvalidInput(f"budget_tokens {budget_tokens} is over the {MAX_BUDGET_TOKENS} limit")
+        raise InvalidInput(f"budget_tokens {shown(budget_tokens)} is over the {MAX_BUDGET_TOKENS} limit")
     return budget_tokens
 
 
 def check_options(budget_tokens: Any, order: str) -> int:
     """The budget as an int, or InvalidInput; checked before anything is searched."""
     budget = _check_budget(budget_tokens)
-    if order not in ORDERS:
-        raise InvalidInput(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if not isinstance(order, str) or order not in ORDERS:
+        raise InvalidInput(f"order must be one of {', '.join(ORDERS)}, got {shown(order)}")
     return budget
 
 
@@ -205,9 +206,32 @@ def place_context(messages: Sequence[dict[str, Any]], block: str) -> list[dict[s
     return out
 
 
+def check_chat(messages: Any) -> None:
+    """An OpenAI-style chat: a list of objects with a string ``role`` and a ``content`` that is
+    a string, a list of content parts (objects; a text part's ``text`` is a string) or None."""
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidInput(f"messages must be a list of chat messages, got {type(messages).__name__}")
+    for n, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise InvalidInput(f"message {n}: a chat message must be an object, got {type(m).__name__}")
+        if not isinstance(m.get("role"), str):
+            raise InvalidInput(f"message {n}: 'role' must be a string, got {type(m.get('role')).__name__}")
+        content = m.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if not isinstance(part, dict):
+                    raise InvalidInput(f"message {n}: a content part must be an object, got {type(part).__name__}")
+                if part.get("type") == "text" and not isinstance(part.get("text", ""), str):
+                    raise InvalidInput(f"message {n}: a text part's 'text' must be a string")
+        elif content is not None and not isinstance(content, str):
+            raise InvalidInput(f"message {n}: 'content' must be a string or a list of parts, got "
+                               f"{type(content).__name__}")
+
+
 def question_of(messages: Sequence[Any]) -> tuple[str, str | None]:
     """(the last user turn's text, the turn before it when that is a user or assistant turn):
     what to search for a chat, a follow-up included. The system prompt is never "previous"."""
+    check_chat(messages)
     i = _last_user_index(messages)
     query = _text_of(messages[i].get("content"))
     before = messages[i - 1] if i > 0 else None

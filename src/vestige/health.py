@@ -119,8 +119,24 @@ def _found(memory: Memory, app: str, ranking: list[tuple[int, float]], chunk_id:
     return None
 
 
+RECHECKS = 3  # a writer that replaced the sampled chunk meanwhile is no failure: sample again
+
+
 def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
-    """Retrieve the app's most recent chunk from the real index, through each channel."""
+    """Retrieve the app's most recent chunk from the real index, through each channel.
+
+    A failure while the app's version moved (another writer replaced or deleted the sampled
+    chunk during the check) is not the index's fault: the check runs again on a new sample.
+    """
+    for _ in range(RECHECKS):
+        before = memory.store.app_version(app)
+        out = _check_sample(memory, app)
+        if out["ok"] or memory.store.app_version(app) == before:
+            return out
+    return out
+
+
+def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True}
     sample = memory.store.sample_chunk(app)
     if sample is None:

@@ -1,4 +1,7 @@
-"""Reading conversation files: JSON or JSONL, plain or gzipped, in the formats vestige knows.
+"""Reading conversation files: JSON or JSONL, plain or gzipped (``read_text``,
+``load_json_records``: the one JSON reader, which ``vestige.importers`` uses too), and the names
+this module has always offered. The format readers live in ``vestige.importers`` (one module per
+format, chosen by detection); ``sessions_from_file`` is ``importers.read_sessions``.
 
 - one session per line (JSONL) or a JSON list of sessions:
   ``{"session_id": ..., "date": ..., "messages": [{"role": ..., "content": ...}]}``
@@ -12,46 +15,76 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
-from collections.abc import Iterator
+import zlib
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput
+# The readers live in vestige.importers, one module per format; these names stay importable here.
+from .importers.locomo import LOCOMO_SESSION, locomo_sessions, locomo_turn_text
+from .importers.longmemeval import longmemeval_sessions
 from .write.validate import SessionInput
+
+__all__ = [
+    "LOCOMO_SESSION", "detect_format", "load_json_records", "locomo_sessions", "locomo_turn_text",
+    "longmemeval_sessions", "parse_json_records", "read_text", "sessions_from_file",
+]
 
 
 def read_text(path: str | Path) -> str:
     path = Path(path)
     if not path.exists():
         raise InvalidInput(f"{path}: no such file")
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     if path.suffix == ".gz":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise InvalidInput(f"{path}: not a valid gzip file ({exc})") from None
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: invalid UTF-8 at byte {exc.start}") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{path} line {line}: invalid UTF-8 at byte {exc.start}") from None
+    return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not content
+
+
+def _parse(text: str, where: str) -> Any:
+    """json.loads, with what it raises besides JSONDecodeError turned into InvalidInput."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InvalidInput(f"{where}: JSON nested too deeply") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        reason = "a number has too many digits" if "digits" in str(exc) else str(exc)
+        raise InvalidInput(f"{where}: JSON value out of range ({reason})") from None
 
 
 def load_json_records(path: str | Path) -> list[Any]:
     """A JSON document as a list of records, or JSONL as one record per non-empty line."""
-    text = read_text(path)
+    return parse_json_records(read_text(path), path)
+
+
+def parse_json_records(text: str, path: str | Path) -> list[Any]:
+    """``load_json_records`` of text already read (standard input); ``path`` names it in errors."""
     stripped = text.lstrip()
     if not stripped:
         raise InvalidInput(f"{path}: file is empty")
     try:
-        data = json.loads(text)
+        data = _parse(text, str(path))
     except json.JSONDecodeError as whole_error:
         records = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        # "\n" only: str.splitlines() also splits at U+2028, U+0085..., which JSON strings may hold
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                records.append(_parse(line, f"{path} line {number}"))
             except json.JSONDecodeError as exc:
                 if number == 1 and stripped[0] == "[":
                     exc = whole_error
@@ -78,82 +111,15 @@ def detect_format(records: list[Any]) -> str:
     return "sessions"
 
 
-def _session_from_record(record: Any, number: int) -> SessionInput:
-    if not isinstance(record, dict):
-        raise InvalidInput(f"record {number}: expected an object, got {type(record).__name__}")
-    messages = record.get("messages")
-    if messages is None:
-        raise InvalidInput(f"record {number}: missing field 'messages'")
-    sid = record.get("session_id", record.get("id"))
-    meta = record.get("metadata") or {}
-    return SessionInput(messages, None if sid is None else str(sid), record.get("date"), meta)
-
-
-def longmemeval_sessions(records: list[dict[str, Any]]) -> Iterator[SessionInput]:
-    """Each distinct haystack session once; turns with empty content are skipped."""
-    seen: set[str] = set()
-    for record in records:
-        for sid, date, turns in zip(
-            record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"]
-        ):
-            if sid in seen:
-                continue
-            seen.add(sid)
-            messages = [
-                {"role": t["role"], "content": t["content"]} for t in turns if t["content"].strip()
-            ]
-            if messages:
-                yield SessionInput(messages, sid, date, {})
-
-
-LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
-
-
-def locomo_turn_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares a photo of {turn['blip_caption']}]"
-    return text
-
-
-def locomo_sessions(record: dict[str, Any]) -> Iterator[SessionInput]:
-    conversation = record["conversation"]
-    speaker_a = conversation["speaker_a"]
-    keys = sorted(
-        (int(m.group(1)), key)
-        for key in conversation
-        if (m := LOCOMO_SESSION.match(key)) and isinstance(conversation[key], list)
-    )
-    for number, key in keys:
-        turns = conversation[key]
-        if not turns:
-            continue
-        messages = [
-            {
-                "role": "user" if turn["speaker"] == speaker_a else "assistant",
-                "content": locomo_turn_text(turn),
-            }
-            for turn in turns
-        ]
-        yield SessionInput(
-            messages,
-            f"{record['sample_id']}:{key}",
-            conversation.get(f"{key}_date_time"),
-            {"dia_ids": [t["dia_id"] for t in turns]},
-        )
+#: Format names this module has always returned, where the importer is named otherwise.
+LEGACY_NAMES = {"openai": "messages"}
 
 
 def sessions_from_file(path: str | Path, limit: int | None = None) -> tuple[str, list[SessionInput]]:
-    """(format name, sessions) from any supported file; raises InvalidInput naming the record."""
-    records = load_json_records(path)
-    fmt = detect_format(records)
-    if fmt == "longmemeval":
-        sessions = list(longmemeval_sessions(records[:limit] if limit else records))
-    elif fmt == "locomo":
-        sessions = [s for r in (records[:limit] if limit else records) for s in locomo_sessions(r)]
-    elif fmt == "messages":
-        sessions = [SessionInput(records, None, None, {})]
-    else:
-        chosen = records[:limit] if limit else records
-        sessions = [_session_from_record(r, i) for i, r in enumerate(chosen, start=1)]
-    return fmt, sessions
+    """(format name, sessions) from any supported file, by detection; raises InvalidInput naming
+    the file and the record. ``vestige.importers.read_sessions`` with the names this module used
+    ("messages" for an OpenAI message list); it also reads folders, "-" and every new format."""
+    from .importers import read_sessions
+
+    fmt, sessions = read_sessions(path, limit=limit)
+    return LEGACY_NAMES.get(fmt, fmt), sessions

@@ -7,8 +7,9 @@ on the way in; channels -> fusion -> second stage -> floor -> context on the way
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from . import lexical, settings
 from .context import ContextBlock, build_context, check_options, place_context, question_of
-from .dates import normalise_date, now_iso
+from .dates import now_iso
 from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
 from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, UnknownApp
@@ -30,10 +31,13 @@ from .types import Chunk, Message
 from .vectors import DenseIndex, ExactDenseIndex
 from .write.chunk import chunk_session
 from .write.plan import IndexPlan, get_plan
-from .write.validate import SessionInput, check_app, check_session, check_unique, content_hash
+from .write.validate import (
+    MAX_QUERY_CHARS, SessionInput, check_app, check_date, check_id, check_metadata, check_session, check_text,
+    check_unique, content_hash, shown,
+)
 
 DEFAULT_APP = settings.DEFAULT_APP
-APPEND_RETRIES = 20  # compare-and-swap rounds before an append gives up under contention
+MAX_SEARCH_K = 10_000  # hits one search may ask for
 
 Chunker = Callable[[Sequence[Message]], list[Chunk]]
 
@@ -134,14 +138,17 @@ class Memory:
         else:
             chosen = get_plan(plan)
         claim = {"embedder": resolved.model_id, "dim": str(resolved.dim), "index_plan": chosen.to_json()}
-        if isinstance(embedder, str):
-            claim["embedder_spec"] = embedder
         fixed = self.store.claim_meta(claim)
         if fixed["embedder"] != resolved.model_id:
             raise EmbedderMismatch(
                 f"{where} was built with embedder {fixed['embedder']!r}, not {resolved.model_id!r}; "
                 "open it with that embedder or use another file"
             )
+        if isinstance(embedder, str):
+            # Claimed only once the model is known to be the recorded one: claimed with the rest,
+            # a losing opener's spec was recorded beside the winner's model when the winner gave
+            # an Embedder object, and every later open without an embedder named was refused.
+            self.store.claim_meta({"embedder_spec": embedder})
         recorded_plan = IndexPlan.from_json(fixed["index_plan"])
         if not recorded_plan.same_index(chosen):
             raise PlanMismatch(
@@ -207,7 +214,15 @@ class Memory:
         return [Chunk(text=item.text, position=0, roles=("fact",), first_turn=0, last_turn=0, view="fact",
                       n_tokens=n_tokens)]
 
-    def _embed_int8(self, texts: Sequence[str], progress: Callable[[int], None] | None) -> np.ndarray:
+    def _embed_int8(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None,
+        known: dict[str, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """int8 vectors of texts; ``known`` (text -> vector) is used first and filled in."""
+        if known is not None:
+            missing = [t for t in dict.fromkeys(texts) if t not in known]
+            known.update(zip(missing, self._embed_int8(missing, progress)))
+            return np.stack([known[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.int8)
         if not texts:
             return np.zeros((0, self.embedder.dim), np.int8)
         if self.cache is not None:
@@ -228,10 +243,11 @@ class Memory:
         todo: list[tuple[Item, list[Chunk]]],
         progress: Callable[[int], None] | None = None,
         expect: dict[tuple[str, str], str | None] | None = None,
+        known: dict[str, np.ndarray] | None = None,
     ) -> None:
         """Embed every dense chunk in one pass, then store all items in one transaction."""
         texts = [c.dense_text for _, chunks in todo for c in chunks if c.dense]
-        vectors = self._embed_int8(texts, progress)
+        vectors = self._embed_int8(texts, progress, known)
         items, start = [], 0
         for item, chunks in todo:
             n_dense = sum(c.dense for c in chunks)
@@ -267,6 +283,8 @@ class Memory:
     ) -> IngestReport:
         """Validate every session, then embed and store them in one transaction."""
         app = check_app(app)
+        if isinstance(sessions, (str, bytes, dict, SessionInput)) or not isinstance(sessions, Iterable):
+            raise InvalidInput(f"sessions must be a list of sessions, got {type(sessions).__name__}")
         checked = [check_session(s, f"session #{i}") for i, s in enumerate(sessions)]
         check_unique((c[0] for c in checked), "session id")
         stored = self.store.content_hashes(app, "session", [c[0] for c in checked])
@@ -289,33 +307,54 @@ class Memory:
         """Append messages to a session (created if new; ``date`` is used then) and re-index it.
 
         Atomic across threads and processes: the write only lands if the session is still what
-        was read (compare-and-swap on its content hash), else it is read again and retried.
+        was read (compare-and-swap on its content hash). If another writer got in between, the
+        append is done again inside a write transaction, where nothing can come between the read
+        and the write: it lands then, whatever the contention.
         """
         app = check_app(app)
-        for _ in range(APPEND_RETRIES):
-            found = self.store.get_item(app, "session", str(session_id))
-            if found is None:
-                draft = SessionInput(list(messages), session_id, date, {})
-            else:
-                old = [dict(m.__dict__) for m in found.messages]
-                draft = SessionInput(old + list(messages), session_id, found.date, dict(found.metadata))
-            sid, when, checked, metadata, digest = check_session(draft, "append")
-            report = IngestReport([], [], [], 0)
-            if found is not None and found.content_hash == digest:
-                report.unchanged.append(sid)
-                return report
-            (report.replaced if found is not None else report.added).append(sid)
-            item = Item("session", sid, when or now_iso(), digest, metadata, tuple(checked))
-            chunks = self._chunks_of(item)
-            report.chunks = len(chunks)
-            try:
-                self._write(app, [(item, chunks)], expect={("session", sid): found.content_hash if found else None})
-            except Conflict:
-                continue
+        session_id = check_id(session_id, "session id")
+        if not isinstance(messages, (list, tuple)):
+            raise InvalidInput(f"messages must be a list, got {type(messages).__name__}")
+        check_session(SessionInput(list(messages), session_id, date, {}), "append")  # all of it, before any read
+        vectors: dict[str, np.ndarray] = {}  # what the first round embedded, reused by the second
+        try:
+            return self._append_round(app, session_id, list(messages), date, vectors)
+        except Conflict:
+            pass
+        # Retrying optimistic rounds gave no progress guarantee: each round re-chunks and
+        # re-embeds the whole session, so the window grows with it, and 4 writers appending to
+        # one session made some appends lose 20 rounds in a row (6 of 600 gave up). Under the
+        # write lock the round cannot lose; only text the first round had not seen is embedded.
+        try:
+            with self.store.transaction():
+                return self._append_round(app, session_id, list(messages), date, vectors)
+        except Conflict:  # only a store whose transaction() does not hold the write lock
+            raise ConcurrentUpdate(
+                f"session {session_id!r} of app {app!r} changed under another writer; nothing appended"
+            ) from None
+
+    def _append_round(
+        self, app: str, session_id: str, messages: list[Any], date: Any, vectors: dict[str, np.ndarray]
+    ) -> IngestReport:
+        """Read the session, add the messages, re-chunk and write it if it is still what was read."""
+        found = self.store.get_item(app, "session", session_id)
+        if found is None:
+            draft = SessionInput(list(messages), session_id, date, {})
+        else:
+            old = [dict(m.__dict__) for m in found.messages]
+            draft = SessionInput(old + list(messages), session_id, found.date, dict(found.metadata))
+        sid, when, checked, metadata, digest = check_session(draft, "append")
+        report = IngestReport([], [], [], 0)
+        if found is not None and found.content_hash == digest:
+            report.unchanged.append(sid)
             return report
-        raise ConcurrentUpdate(
-            f"session {session_id!r} of app {app!r} kept changing under other writers; nothing appended"
-        )
+        (report.replaced if found is not None else report.added).append(sid)
+        item = Item("session", sid, when or now_iso(), digest, metadata, tuple(checked))
+        chunks = self._chunks_of(item)
+        report.chunks = len(chunks)
+        self._write(app, [(item, chunks)], expect={("session", sid): found.content_hash if found else None},
+                    known=vectors)
+        return report
 
     def add_fact(
         self,
@@ -330,10 +369,12 @@ class Memory:
         app = check_app(app)
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("a fact must be a non-empty string")
-        date = normalise_date(date) or now_iso()
-        metadata = dict(metadata or {})
+        text = check_text(text, "the fact")
+        fact_id = check_id(fact_id, "fact id") if fact_id is not None else None
+        date = check_date(date) or now_iso()
+        metadata = check_metadata(metadata)
         digest = content_hash({"text": text, "date": date, "metadata": metadata})
-        fact_id = str(fact_id) if fact_id is not None else digest[:16]
+        fact_id = fact_id if fact_id is not None else digest[:16]
         if self.store.content_hashes(app, "fact", [fact_id]).get(fact_id) == digest:
             return fact_id
         item = Item("fact", fact_id, date, digest, metadata, text=text)
@@ -362,13 +403,20 @@ class Memory:
         the question is asked (default: the current time), to resolve "last Sunday" and such.
         """
         app = check_app(app)
-        if not isinstance(query, str) or not query.strip():
+        if isinstance(query, str) and not query.strip():
             raise InvalidInput("the query is empty")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        query = check_text(query, "the query", max_chars=MAX_QUERY_CHARS)
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_SEARCH_K:
+            raise InvalidInput(f"k must be a positive integer up to {MAX_SEARCH_K:,}, got {shown(k)}")
+        if previous is not None and not (isinstance(previous, str) and not previous.strip()):
+            previous = check_text(previous, "previous", max_chars=MAX_QUERY_CHARS)
+        if not isinstance(rerank, bool):
+            raise InvalidInput(f"rerank must be True or False, got {shown(rerank)}")
+        when = check_date(now, "now")
         self._require_app(app)
         reranker = self.reranker if rerank else None
-        moment = datetime.fromisoformat(normalise_date(now)) if now is not None else datetime.now()
+        # Stored dates are compared as wall-clock times (vestige.rerank.evidence): so is now.
+        moment = datetime.fromisoformat(when).replace(tzinfo=None) if when else datetime.now()
         return run_search(self._channels(), app, query, k, self.settings, previous, reranker, moment)
 
     def context(
@@ -384,6 +432,11 @@ class Memory:
     ) -> ContextBlock:
         """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context)."""
         budget = check_options(budget_tokens, order)
+        if min_score is not None and (
+            isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+            or (isinstance(min_score, float) and not math.isfinite(min_score))
+        ):
+            raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
         try:
             results = self.search(query, app=app, k=k, previous=previous)
         except UnknownApp:
@@ -405,14 +458,15 @@ class Memory:
         if kind is None:
             return KINDS
         if kind not in KINDS:
-            raise InvalidInput(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+            raise InvalidInput(f"unknown kind {shown(kind)}; use one of {', '.join(KINDS)}")
         return (kind,)
 
     def get(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> dict[str, Any]:
         """A stored session (with its messages) or fact, by id."""
         app = check_app(app)
+        item_id = check_id(item_id, "id")
         for each in self._kinds(kind):
-            found = self.store.get_item(app, each, str(item_id))
+            found = self.store.get_item(app, each, item_id)
             if found is not None:
                 return found.to_dict()
         raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
@@ -420,16 +474,28 @@ class Memory:
     def list(self, *, app: str = DEFAULT_APP, kind: str = "session", limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """Ids and dates of one kind of item, in the order they were stored; paged."""
         app = check_app(app)
+        if not isinstance(kind, str):  # one kind: None (every kind) does not page
+            raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, got {shown(kind)}")
         (kind,) = self._kinds(kind)
         for name, value in (("limit", limit), ("offset", offset)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "limit" else 0):
-                raise InvalidInput(f"{name} must be an integer >= {1 if name == 'limit' else 0}, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not (1 if name == "limit" else 0) <= value < 2**62:
+                raise InvalidInput(f"{name} must be an integer >= {1 if name == 'limit' else 0}, got {shown(value)}")
         return [s.to_dict() for s in self.store.list_items(app, kind, limit, offset)]
+
+    def export(self, *, app: str = DEFAULT_APP) -> Iterator[dict[str, Any]]:
+        """Every item of the app, whole, in storage order (sessions, then facts): the records
+        ``vestige ingest`` reads back (see ``vestige.export`` for JSONL and Markdown)."""
+        from .export import items
+
+        app = check_app(app)
+        self._require_app(app)
+        return items(self, app)
 
     def delete(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> None:
         """Delete a session or fact with its chunks, vectors and index postings."""
         app = check_app(app)
-        if not any(self.store.delete_item(app, each, str(item_id)) for each in self._kinds(kind)):
+        item_id = check_id(item_id, "id")
+        if not any(self.store.delete_item(app, each, item_id) for each in self._kinds(kind)):
             raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
 
     def delete_app(self, app: str) -> None:
@@ -442,12 +508,18 @@ class Memory:
     def apps(self) -> list[str]:
         return self.store.apps()
 
+    def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """A consistent copy of the whole database into the new file ``dest``, while writers run
+        (never over an existing file unless ``overwrite``); ``vestige restore`` puts it back."""
+        self.store.backup(os.fspath(dest), overwrite=overwrite)
+
     def _require_app(self, app: str) -> None:
         if self.store.app_version(app) is None:
             raise UnknownApp(f"app {app!r} holds no memory in {self.store.location}")
 
     def app_stats(self, app: str) -> dict[str, Any]:
         """Counts of one app's items and chunks, and the state of its lexical index."""
+        app = check_app(app)
         counts = self.store.counts(app)
         if counts is None:
             raise UnknownApp(f"app {app!r} holds no memory")
@@ -455,6 +527,7 @@ class Memory:
 
     def stats(self, app: str | None = None) -> dict[str, Any]:
         if app is not None:
+            app = check_app(app)
             self._require_app(app)
         names = [app] if app is not None else self.store.apps()
         out: dict[str, Any] = {"path": self.store.location, "apps": {n: self.app_stats(n) for n in names}}

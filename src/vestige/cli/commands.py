@@ -9,7 +9,9 @@ import time
 import click
 
 from .. import settings
+from ..importers import FORMATS, IMPORTERS
 from .options import app_option, db_option, embedder_option, fail_cleanly, open_memory, plan_option
+from .progress import Progress
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,49 +21,67 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(allow_dash=True))
 @db_option
 @app_option
 @embedder_option
 @plan_option
-@click.option("--limit", type=click.IntRange(min=1), help="Read only the first N records of the file.")
+@click.option("--format", "format_name", type=click.Choice(FORMATS),
+              help="Read PATH as this format instead of detecting it: "
+              + "; ".join(f"{imp.name} ({imp.title})" for imp in IMPORTERS.values()) + ".")
+@click.option("--limit", type=click.IntRange(min=1),
+              help="Read only the first N records (sessions, conversations, questions) of each file.")
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True, help="Sessions stored per transaction.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON: the ids added, replaced and unchanged.")
 @fail_cleanly
-def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str | None, limit: int | None,
-           batch: int) -> None:
-    """Read conversations from PATH (JSON/JSONL, optionally .gz) into memory.
+def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str | None, format_name: str | None,
+           limit: int | None, batch: int, as_json: bool) -> None:
+    """Read conversations and notes from PATH (a file, - for standard input, or a folder) into memory.
 
-    Formats: one session per line {"session_id", "date", "messages": [{"role", "content"}]};
-    a JSON list of such sessions; an OpenAI-style message list (one session); the LongMemEval
-    and LoCoMo benchmark files. Every record is validated before anything is stored, and each
-    session is stored whole or not at all. Re-ingesting the same file changes nothing.
+    The format is detected (or named with --format): vestige's own sessions (JSON/JSONL, one
+    {"session_id", "date", "messages": [{"role", "content"}]} per line or a list), OpenAI message
+    lists and logs, a ChatGPT or Claude.ai export (conversations.json), Claude Code session logs
+    (~/.claude/projects), Markdown or text notes, the LongMemEval and LoCoMo benchmark files;
+    .gz files too. A folder is read file by file, in sorted order; files in no known format are
+    skipped and named. Every record is validated before anything is stored, and each session is
+    stored whole or not at all. Re-ingesting the same file changes nothing.
     """
-    from tqdm import tqdm
-
-    from ..ingest import sessions_from_file
+    from ..importers import read_all
     from ..memory import IngestReport
     from ..write.validate import check_session, check_unique
 
-    fmt, sessions = sessions_from_file(path, limit)
+    imported = read_all(path, format_name, limit)
+    fmt, sessions = imported.format, imported.sessions
+    shown_path = "<stdin>" if path == "-" else path
 
-    # Validate everything before storing anything; ids must be unique across the whole file,
+    # Validate everything before storing anything; ids must be unique across the whole input,
     # not just within one batch.
-    check_unique((check_session(s, f"{path} record {i + 1}")[0] for i, s in enumerate(sessions)), f"{path}: session id")
+    check_unique((check_session(s, where)[0] for s, where in zip(sessions, imported.where)), f"{shown_path}: session id")
+    for skipped in imported.skipped:
+        click.echo(f"skipped {skipped}", err=True)
     memory = open_memory(db, embedder, plan=plan, create=True)
     start = time.perf_counter()
     report = IngestReport([], [], [], 0)
-    with tqdm(total=len(sessions), unit="session", desc=f"ingest {fmt}", disable=None) as bar:
+    with Progress(len(sessions), f"ingest {fmt}", "session") as bar:
         for offset in range(0, len(sessions), batch):
             part = sessions[offset : offset + batch]
             report.merge(memory.add_sessions(part, app=app))
             bar.update(len(part))
     elapsed = time.perf_counter() - start
-    click.echo(
-        f"{path}: {len(report.added)} sessions added, {len(report.replaced)} replaced, "
-        f"{len(report.unchanged)} unchanged; {report.chunks} chunks indexed in {elapsed:.1f}s "
-        f"(app {app!r}, {memory.store.location})"
-    )
+    location = memory.store.location
     memory.close()
+    if as_json:
+        click.echo(json.dumps({"path": shown_path, "format": fmt, "app": app, "database": location,
+                               "added": report.added, "replaced": report.replaced, "unchanged": report.unchanged,
+                               "chunks": report.chunks, "seconds": round(elapsed, 2)}, indent=2, ensure_ascii=False))
+        return
+    click.echo(
+        f"{shown_path}: {len(report.added)} sessions added, {len(report.replaced)} replaced, "
+        f"{len(report.unchanged)} unchanged; {report.chunks} chunks indexed in {elapsed:.1f}s "
+        f"(app {app!r}, {location})"
+    )
+    if len(sessions) == 1 and report.added:  # an id the user did not choose (a content hash): show it
+        click.echo(f"session id: {report.added[0]}")
 
 
 @main.command()
@@ -175,8 +195,11 @@ def _register_other_commands() -> None:
     """The serving and bench commands live beside their code; they import no heavy module here."""
     from ..bench.cli import bench
     from ..server.cli import commands
+    from .backup import commands as backup_commands
+    from .items import commands as item_commands
+    from .migrate import commands as migrate_commands
 
-    for command in (*commands, bench):
+    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, bench):
         main.add_command(command)
 
 

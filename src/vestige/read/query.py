@@ -110,7 +110,15 @@ def resolve_time(question: str, now: datetime) -> TimeSpan | None:
     "in the past three months", "yesterday"), or None when it names none.
 
     "N units ago" is fuzzy in speech: the span is widened by a third of the distance each way.
+    A span beyond the years a datetime holds ("3000 years ago", "in December 9999") is none.
     """
+    try:
+        return _resolve_time(question, now)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _resolve_time(question: str, now: datetime) -> TimeSpan | None:
     text = question.lower()
     today = _day(now)
     m = re.search(rf"\b{_NUM} (day|week|month|year)s? ago\b", text)

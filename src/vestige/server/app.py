@@ -6,9 +6,11 @@ import (the server edge is where environment variables are read). Errors are JSO
 """
 
 
+import asyncio
 import json
 import logging
 import os
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -24,7 +26,8 @@ from ..context import place_context
 from ..errors import InvalidInput, UnknownApp, VestigeError
 from ..health import check
 from ..memory import Memory
-from ..write.validate import SessionInput
+from ..store.sqlite.connection import translate
+from ..write.validate import SessionInput, check_json, check_metadata
 
 log = logging.getLogger("vestige.server")
 
@@ -33,7 +36,7 @@ MAX_PAGE = 500
 MAX_K = 100
 MAX_TEXT = 100_000
 MAX_QUERY = 10_000
-MAX_METADATA_BYTES = 64 * 1024
+MAX_METADATA_BYTES = 64 * 1024  # as vestige.write.validate checks it
 HEALTH_MAX_APPS = 10  # the unauthenticated /health self-checks at most this many apps
 
 # -- request and response bodies -------------------------------------------------------------
@@ -43,13 +46,17 @@ Id = Annotated[str, Field(min_length=1, max_length=256)]
 
 
 def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    try:
-        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except ValueError as exc:
-        raise ValueError(f"metadata must be plain JSON ({exc})") from None
-    if len(encoded.encode("utf-8", "surrogatepass")) > MAX_METADATA_BYTES:
-        raise ValueError(f"metadata is over {MAX_METADATA_BYTES} bytes")
-    return value
+    # The library's own check (plain JSON, valid Unicode, bounded depth and size): an
+    # InvalidInput is a ValueError, which pydantic reports as a 422 naming the field.
+    return check_metadata(value)
+
+
+def _check_chat(messages: "list[ChatMessage] | None") -> "list[ChatMessage] | None":
+    # The messages are sent back (with the block placed): every string in them must be
+    # encodable, or the response itself could not be written.
+    for i, message in enumerate(messages or ()):
+        check_json(message.model_dump(), f"message {i}")
+    return messages
 
 
 class Strict(BaseModel):
@@ -111,6 +118,8 @@ class ContextIn(Strict):
     budget_tokens: int = Field(default=settings.CONTEXT_BUDGET_TOKENS, ge=1, le=100_000)
     k: int = Field(default=settings.CONTEXT_K, ge=1, le=MAX_K)
     order: Literal["date", "relevance"] = "date"
+
+    _messages = field_validator("messages")(_check_chat)
 
 
 class ErrorBody(BaseModel):
@@ -224,6 +233,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    # A message may quote the request (a field name): a lone surrogate there must not turn the
+    # error into a 500 when the response is encoded.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     return JSONResponse({"error": {"status": status, "code": code, "message": message}}, status, headers=headers)
 
 
@@ -281,6 +293,152 @@ class BodyLimit:
                 await _error(413, "too_large", message)(scope, receive, send)
 
 
+# -- slow clients ----------------------------------------------------------------------------
+
+DEFAULT_TIMEOUT_SECONDS = 10.0  # a request's headers, and then its body, must arrive within this
+TIMEOUT_ENV = "VESTIGE_TIMEOUT_SECONDS"
+
+
+def timeout_from_env() -> float:
+    """The request timeout ``vestige serve --timeout-seconds`` hands its workers (0: none)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_SECONDS))
+    except ValueError:
+        return DEFAULT_TIMEOUT_SECONDS
+    return value if value > 0 else 0.0
+
+
+class _BodyTimedOut(HTTPException):
+    """Raised from inside the body stream, like _TooLarge, so FastAPI's body parser lets it through."""
+
+    def __init__(self, message: str):
+        super().__init__(408, message, headers={"Connection": "close"})
+
+
+class BodyTimeout:
+    """A request's body must arrive whole within ``seconds`` of its headers: a client that sends
+    part of a body and stalls gets 408 and its connection is closed (``Connection: close``).
+
+    Only the body is timed: once it is complete, the app may take as long as it needs, and later
+    ``receive()`` calls (waiting for a disconnect) are passed through untimed."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], seconds: float):
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http" or not self.seconds:
+            await self.app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.seconds
+        message = f"the request body did not arrive within {self.seconds:g} s"
+        complete = False
+        started = False
+
+        async def timed_receive() -> dict:
+            nonlocal complete
+            if complete:
+                return await receive()
+            try:
+                event = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.0))
+            except asyncio.TimeoutError:
+                raise _BodyTimedOut(message) from None
+            if event["type"] != "http.request" or not event.get("more_body", False):
+                complete = True
+            return event
+
+        async def tracking_send(event: dict) -> None:
+            nonlocal started
+            if event["type"] == "http.response.start":
+                started = True
+            await send(event)
+
+        try:
+            await self.app(scope, timed_receive, tracking_send)
+        except _BodyTimedOut:  # raised outside FastAPI's exception handling
+            if not started:
+                await _error(408, "timeout", message, {"Connection": "close"})(scope, receive, send)
+
+
+try:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+except ImportError:  # pragma: no cover - served by another ASGI server: BodyTimeout still applies
+    H11Protocol = None  # type: ignore[assignment,misc]
+
+if H11Protocol is not None:
+
+    class RequestTimeoutProtocol(H11Protocol):  # type: ignore[valid-type,misc]
+        """uvicorn's h11 protocol with a deadline on each request's headers.
+
+        uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but has no timeout
+        for a connection that never completes a request line and headers: a client that
+        connects and sends nothing, or trickles its headers a byte at a time (slowloris), held
+        its connection for ever. Here a timer starts when the connection is made, and again
+        when the first byte of each later request arrives; it is cancelled when the request's
+        headers are complete (the body is then timed by ``BodyTimeout``). When it fires, a
+        client that sent part of a request gets a 408, and the connection is closed.
+
+        ``vestige serve`` passes it as ``http=`` to uvicorn; the timeout is ``timeout_seconds``
+        or else ``$VESTIGE_TIMEOUT_SECONDS`` (default 10 s; 0: none). Importable by name, so
+        that worker processes can load it."""
+
+        timeout_seconds: float | None = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            self._request_timer: asyncio.TimerHandle | None = None
+            self._partial = False
+            seconds = self.timeout_seconds
+            self._seconds = timeout_from_env() if seconds is None else seconds
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._partial = False
+            if self._seconds:
+                self._request_timer = self.loop.call_later(self._seconds, self._timed_out)
+
+        def _disarm(self) -> None:
+            if self._request_timer is not None:
+                self._request_timer.cancel()
+                self._request_timer = None
+
+        def data_received(self, data: bytes) -> None:
+            if self._request_timer is None and (self.cycle is None or self.cycle.response_complete):
+                self._arm()  # the first bytes of the next request on a kept-alive connection
+            self._partial = True
+            super().data_received(data)
+
+        def handle_events(self) -> None:
+            before = self.cycle
+            super().handle_events()
+            if self.cycle is not before:  # a request's headers are complete
+                self._disarm()
+
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            self._disarm()
+            super().handle_websocket_upgrade(event)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _timed_out(self) -> None:
+            self._request_timer = None
+            if self.transport.is_closing():
+                return
+            if self._partial:
+                body = json.dumps({"error": {"status": 408, "code": "timeout", "message": (
+                    f"the request headers did not arrive within {self._seconds:g} s")}}).encode()
+                self.transport.write(
+                    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                    b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+                )
+            log.info("closed a connection from %s: no complete request in %g s", self.client, self._seconds)
+            self.transport.close()
+
+
 def _describe(errors: list[dict[str, Any]]) -> str:
     parts = []
     for err in errors[:5]:
@@ -298,8 +456,12 @@ def create_app(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     health_max_apps: int = HEALTH_MAX_APPS,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> FastAPI:
-    """The HTTP API over ``memory``; keys are read from (and live in) the memory's own store."""
+    """The HTTP API over ``memory``; keys are read from (and live in) the memory's own store.
+
+    ``timeout_seconds``: a request's body must arrive within it (408 otherwise; 0: no limit).
+    The headers are timed by the server's protocol (``RequestTimeoutProtocol``)."""
     keys = memory.keys
     api = FastAPI(
         title="vestige",
@@ -310,6 +472,7 @@ def create_app(
         ),
     )
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    api.add_middleware(BodyTimeout, seconds=timeout_seconds)
     bearer = HTTPBearer(auto_error=False, description="A per-app key from `vestige keys create`.")
 
     @api.exception_handler(VestigeError)
@@ -327,13 +490,29 @@ def create_app(
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            return _error(422, "invalid_input", "the request body is not valid JSON in UTF-8")
-        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "error")
+            cause = exc.__cause__
+            if isinstance(cause, RecursionError):
+                reason = "the request body is JSON nested too deeply"
+            elif isinstance(cause, UnicodeDecodeError):
+                reason = "the request body is not valid UTF-8"
+            elif isinstance(cause, ValueError) and "digits" in str(cause):
+                reason = "the request body holds a JSON number with too many digits"
+            else:
+                reason = "the request body is not valid JSON in UTF-8"
+            return _error(422, "invalid_input", reason)
+        code = {404: "not_found", 405: "method_not_allowed", 408: "timeout", 413: "too_large"}.get(exc.status_code, "error")
         return _error(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
 
     @api.exception_handler(UnicodeError)
     async def bad_unicode(request: Request, exc: UnicodeError) -> JSONResponse:
         return _error(422, "invalid_input", "text is not valid Unicode (lone surrogate?)")
+
+    @api.exception_handler(sqlite3.Error)
+    async def storage_error(request: Request, exc: sqlite3.Error) -> JSONResponse:
+        # Every store call translates its own errors; this is the net under any that does not.
+        error = translate(exc, memory.store.location)
+        log.error("%s on %s %s: %s", type(exc).__name__, request.method, request.url.path, error)
+        return _error(error.status, error.code, str(error))
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -510,7 +689,8 @@ def _page(rows: list[dict[str, Any]], limit: int, offset: int) -> ListOut:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory``: reads VESTIGE_DB, VESTIGE_EMBEDDER, VESTIGE_MAX_BODY_BYTES."""
+    """Factory for ``uvicorn --factory``: reads VESTIGE_DB, VESTIGE_EMBEDDER, VESTIGE_MAX_BODY_BYTES,
+    VESTIGE_TIMEOUT_SECONDS."""
     from ..config import default_db_path, lexical_fusion_enabled
 
     memory = Memory(
@@ -519,5 +699,5 @@ def app_from_env() -> FastAPI:
         lexical_fusion=lexical_fusion_enabled(),
     )
     limit = int(os.environ.get("VESTIGE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))
-    return create_app(memory, max_body_bytes=limit)
+    return create_app(memory, max_body_bytes=limit, timeout_seconds=timeout_from_env())
 

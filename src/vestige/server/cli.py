@@ -39,11 +39,15 @@ def _warn_if_exposed(host: str) -> None:
 @click.option("--workers", default=1, show_default=True, type=int, help="Worker processes (all share the database file).")
 @click.option("--max-body-bytes", default=8 * 1024 * 1024, show_default=True, type=int, help="Largest request body accepted (413 beyond).")
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option("--timeout-seconds", default=10.0, show_default=True, type=click.FloatRange(min=0),
+              help="Close a connection whose request headers, or then its body, take longer than this to arrive "
+              "(slow or stalled clients get 408); idle keep-alive connections are closed after at most 5 s. 0: no limit.")
 @fail_cleanly
 def serve(db: str | None, embedder: str | None, host: str, port: int, workers: int, max_body_bytes: int,
-          log_level: str) -> None:
+          log_level: str, timeout_seconds: float) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs); each app is reached with its own key."""
     try:
+        import fastapi  # noqa: F401 - the app the workers load
         import uvicorn
     except ImportError:
         raise MissingDependency("vestige serve needs the server extra: pip install 'vestige[server]'") from None
@@ -53,14 +57,26 @@ def serve(db: str | None, embedder: str | None, host: str, port: int, workers: i
     # Create or migrate the file, and fix the embedder and plan in it, before forking workers.
     memory = open_memory(path, embedder, create=True)
     spec = embedder or memory.store.get_meta("embedder_spec")
+    location = memory.store.location  # never the URL itself: it may hold a password
     memory.close()
-    os.environ["VESTIGE_DB"] = path  # the server edge hands its settings to the workers
+    # The server edge hands its settings to the workers (a PostgreSQL URL with its password and
+    # pool options, ?pool_size=N, too: each worker opens its own pool; it is never printed).
+    os.environ["VESTIGE_DB"] = path
     if spec:
         os.environ["VESTIGE_EMBEDDER"] = spec
     os.environ["VESTIGE_MAX_BODY_BYTES"] = str(max_body_bytes)
-    click.echo(f"vestige: serving {path} on http://{host}:{port} (docs: /docs)", err=True)
+    os.environ["VESTIGE_TIMEOUT_SECONDS"] = str(timeout_seconds)
+    click.echo(f"vestige: serving {location} on http://{host}:{port} (docs: /docs)", err=True)
+    # The protocol (by name, so that worker processes import it) times each request's headers;
+    # the app times its body; uvicorn closes idle keep-alive connections.
     uvicorn.run("vestige.server.app:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level=log_level)
+                workers=workers, log_level=log_level, http="vestige.server.app:RequestTimeoutProtocol",
+                timeout_keep_alive=_keep_alive(timeout_seconds))
+
+
+def _keep_alive(timeout_seconds: float) -> int:
+    """uvicorn's idle keep-alive timeout (whole seconds, default 5), never longer than the request timeout."""
+    return 5 if not timeout_seconds else max(1, min(5, int(timeout_seconds)))
 
 
 @click.command()
@@ -75,17 +91,25 @@ def serve(db: str | None, embedder: str | None, host: str, port: int, workers: i
 @fail_cleanly
 def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: str, port: int, no_auth: bool) -> None:
     """Run the MCP server (tools remember, recall, context, forget) for one app."""
+    try:  # before the database is opened (or created)
+        import mcp as _mcp  # noqa: F401
+        if transport == "http":
+            import starlette  # noqa: F401
+            import uvicorn
+    except ImportError:
+        raise MissingDependency("vestige mcp needs the server extra: pip install 'vestige[server]'") from None
     from .mcp_server import build_mcp, http_app
 
     memory = open_memory(db, embedder, create=True)
     if transport == "stdio":
         build_mcp(memory, app).run("stdio")
         return
-    import uvicorn
 
     _warn_if_exposed(host)
     click.echo(f"vestige: MCP for app {app!r} on http://{host}:{port}/mcp", err=True)
-    uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host), host=host, port=port, log_level="warning")
+    # The same deadline on request headers as `vestige serve` (10 s, $VESTIGE_TIMEOUT_SECONDS).
+    uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host), host=host, port=port, log_level="warning",
+                http="vestige.server.app:RequestTimeoutProtocol")
 
 
 @click.group()

@@ -8,6 +8,7 @@ that app (``Authorization: Bearer <key>``), unless the server was started with `
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -35,19 +36,35 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
     """An ``MCPServer`` whose four tools read and write ``app`` in ``memory``."""
     try:
         from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
         from mcp.types import ToolAnnotations
     except ImportError as exc:  # pragma: no cover
         raise _missing_mcp() from exc
 
     server = MCPServer(name, instructions=INSTRUCTIONS)
 
+    def answers_errors(tool: Callable[..., str]) -> Callable[..., str]:
+        """A VestigeError (bad input, a storage failure) reaches the agent as a tool error with
+        its message; the SDK treats any other exception as a crash and hides its text."""
+
+        @functools.wraps(tool)
+        def wrapper(*args: Any, **kwargs: Any) -> str:
+            try:
+                return tool(*args, **kwargs)
+            except VestigeError as exc:
+                raise ToolError(str(exc)) from None
+
+        return wrapper
+
     @server.tool(annotations=ToolAnnotations(title="Remember", destructive_hint=False, idempotent_hint=True))
+    @answers_errors
     def remember(text: str, date: str | None = None) -> str:
         """Store one thing worth remembering about the user or the work, as a short self-contained statement (e.g. "The user's cat is called Admon."). Write it so it makes sense without the conversation around it. `date` (ISO 8601) says when it was true; default: now. Returns the memory's id, which `forget` accepts."""
         memory_id = memory.add_fact(text, app=app, date=date)
         return f"Remembered as {memory_id}."
 
     @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
+    @answers_errors
     def recall(query: str, k: int = 5) -> str:
         """Search long-term memory and list the k most relevant past records (1 to 50), best first, each with its id, date and source. Ask with the words the user would have used (names, places, product names help). Records are from the past: the current conversation wins if they disagree."""
         k = max(1, min(int(k), 50))
@@ -63,6 +80,7 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
         return "\n\n".join(lines)
 
     @server.tool(annotations=ToolAnnotations(title="Context", read_only_hint=True))
+    @answers_errors
     def context(query: str, budget_tokens: int = 800) -> str:
         """A ready-to-use block of dated past records relevant to `query`, within about `budget_tokens` tokens (50 to 8000), ending with the rule that these are past records. Put it in your reasoning just before answering. Empty when nothing relevant is stored."""
         budget = max(50, min(int(budget_tokens), 8000))
@@ -70,6 +88,7 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
         return str(block) or "No relevant memory."
 
     @server.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True, idempotent_hint=True))
+    @answers_errors
     def forget(memory_id: str) -> str:
         """Delete a stored memory (a remembered note or a whole conversation) by the id that `remember` returned or that `recall` shows. Use when the user asks you to forget something; it cannot be undone."""
         try:

@@ -91,6 +91,17 @@ class ChunkRow:
 
 
 @dataclass(frozen=True)
+class StoredChunk:
+    """A chunk of an item as stored, with its int8 vector: what ``put_items`` was given, less the
+    terms (``lexical.analyze(chunk.text)`` gives them back). ``chunk.dense`` is whether it has a
+    vector, ``chunk.lexical`` whether it has postings."""
+
+    chunk_id: int
+    chunk: Chunk
+    vector: np.ndarray | None  # int8 (dim,), or None when the chunk has no vector
+
+
+@dataclass(frozen=True)
 class SampleChunk:
     """An app's most recent chunk as stored, for the health self-check."""
 
@@ -281,6 +292,11 @@ class Store(ABC):
     @abstractmethod
     def sample_chunk(self, app: str) -> SampleChunk | None: ...
 
+    @abstractmethod
+    def item_chunks(self, app: str, kind: str, external_id: str) -> list[StoredChunk]:
+        """One item's chunks as stored, in chunk id order (the order ``put_items`` got them), with
+        their vectors; [] when the item is absent. What ``vestige migrate`` copies a store with."""
+
     # -- the dense channel's storage ---------------------------------------------------------
 
     @abstractmethod
@@ -323,34 +339,51 @@ class Store(ABC):
     def revoke_key(self, key_id: int, at: str) -> KeyRecord | None:
         """Mark a key revoked (once; a second revoke keeps the first time)."""
 
+    @abstractmethod
+    def key_hashes(self) -> dict[int, str]:
+        """Key id -> stored hash, for every key (revoked ones too). Only for copying a store into
+        another (``vestige migrate``): no other caller reads a hash back."""
+
     # -- size ---------------------------------------------------------------------------
 
     def size_bytes(self) -> int | None:
         """Bytes on disk, where the backend knows; None otherwise."""
         return None
 
+    # -- backup -------------------------------------------------------------------------
+
+    def backup(self, dest: str, *, overwrite: bool = False) -> None:
+        """A consistent copy of the whole store into the new file ``dest``, taken while writers
+        run; never over an existing file unless ``overwrite``. Backends that can, implement it."""
+        raise ConfigError(
+            f"backups of this store are not supported: {type(self).__name__} ({self.location}) "
+            "has no backup; copy its data with its own tools"
+        )
+
 
 class Conflict(Exception):
     """An item changed between the caller's read and its write (see ``Store.put_items``)."""
 
 
-def open_store(location: "str | Store | Any", *, create: bool = True) -> Store:
+def open_store(location: "str | Store | Any", *, create: bool = True, **options: Any) -> Store:
     """The store a location names: a ``Store`` as is; ``:memory:``; a file path or
-    ``sqlite:///path``; (later) ``postgresql://...``. ``create=False`` refuses a database that
-    does not exist yet (``DatabaseNotFound``) instead of creating it."""
+    ``sqlite:///path``; ``postgresql://...`` or ``postgres://...``. ``create=False`` refuses a
+    database that does not exist yet (``DatabaseNotFound``) instead of creating it. ``options``
+    go to the backend: ``PostgresStore``'s pool (``max_size``, ``min_size``, ``timeout``) and
+    ``lock_timeout``, ``SQLiteStore``'s ``busy_timeout_ms``."""
     if isinstance(location, Store):
         return location
     text = str(location)
     scheme, sep, rest = text.partition("://")
     if sep and scheme in ("postgresql", "postgres"):
-        raise ConfigError(
-            f"PostgreSQL stores are not available in this version of vestige ({scheme}://...); "
-            "use a SQLite file path"
-        )
+        # PostgreSQL + pgvector (the ``postgres`` extra; MissingDependency names it when absent).
+        from .postgres import PostgresStore
+
+        return PostgresStore(text, create=create, **options)
     if sep and scheme != "sqlite":
         raise ConfigError(f"unknown store URL scheme {scheme!r}; use a file path, ':memory:' or sqlite:///PATH")
     from .sqlite import SQLiteStore
 
     # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
     path = (rest[1:] if rest.startswith("/") else rest) if sep else text
-    return SQLiteStore(path, create=create)
+    return SQLiteStore(path, create=create, **options)

@@ -56,8 +56,13 @@ class ExactDenseIndex(DenseIndex):
         if batch.version is None:
             self.forget(app)
             return None
-        if extend and cached is not None and batch.version.purge_generation != cached.version.purge_generation:
-            extend = False  # a delete landed between the two reads: read everything again
+        if extend and cached is not None and (
+            batch.version.epoch != cached.version.epoch
+            or batch.version.purge_generation != cached.version.purge_generation
+        ):
+            # A delete landed between the two reads, or the app was deleted and created again
+            # (a new epoch, whose purge counter starts again from 0): read everything again.
+            extend = False
             batch = self.store.read_vectors(app, 0)
             if batch.version is None:
                 return None

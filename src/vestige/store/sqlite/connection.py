@@ -7,8 +7,10 @@ other run in one deferred transaction, which in WAL mode is a snapshot.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,22 +19,59 @@ from ...errors import DatabaseNotFound, NotADatabase, SchemaError, StoreError
 from .migrations import migrate
 
 
+def _kind(exc: sqlite3.Error) -> str:
+    """What went wrong, by SQLite's primary result code (Python 3.11+), else by its message."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        name = {
+            sqlite3.SQLITE_NOTADB: "notadb", sqlite3.SQLITE_CORRUPT: "corrupt", sqlite3.SQLITE_READONLY: "readonly",
+            sqlite3.SQLITE_FULL: "full", sqlite3.SQLITE_BUSY: "busy", sqlite3.SQLITE_LOCKED: "busy",
+            sqlite3.SQLITE_CANTOPEN: "cantopen", sqlite3.SQLITE_IOERR: "ioerr", sqlite3.SQLITE_PERM: "readonly",
+        }.get(code & 0xFF)
+        if name:
+            return name
+    low = str(exc).lower()
+    for words, name in (
+        (("file is not a database",), "notadb"), (("malformed", "corrupt"), "corrupt"),
+        (("readonly", "read-only"), "readonly"), (("disk is full",), "full"), (("locked", "busy"), "busy"),
+        (("unable to open",), "cantopen"), (("disk i/o error",), "ioerr"),
+    ):
+        if any(w in low for w in words):
+            return name
+    return "other"
+
+
+def _folder_read_only(path: str) -> bool:
+    folder = Path(path).expanduser().parent
+    return folder.is_dir() and not os.access(folder, os.W_OK)
+
+
 def translate(exc: sqlite3.Error, path: str) -> StoreError:
     """A sqlite3 failure as a vestige error that names the file and what to do."""
     text = str(exc)
-    low = text.lower()
-    if "file is not a database" in low:
+    kind = _kind(exc)
+    if kind == "notadb":
         return NotADatabase(f"{path} is not a vestige database (not a SQLite file)")
-    if "malformed" in low or "corrupt" in low:
+    if kind == "corrupt":
         return StoreError(f"{path} is corrupt ({text}); restore it from a backup")
-    if "readonly" in low or "read-only" in low:
+    if kind == "readonly":
+        if _folder_read_only(path):
+            return StoreError(f"{path} is read-only, and so is its folder: vestige cannot write to it, nor read it "
+                              f"without its -shm file beside it ({text})")
         return StoreError(f"{path} is read-only: vestige cannot write to it ({text})")
-    if "disk is full" in low or "database or disk is full" in low:
-        return StoreError(f"the disk holding {path} is full; nothing was stored")
-    if "locked" in low or "busy" in low:
+    if kind == "full":
+        return StoreError(f"the disk holding {path} is full ({text}); this write was rolled back, "
+                          "nothing of it was stored: free some space and try again")
+    if kind == "busy":
         return StoreError(f"{path} is locked by another process for too long ({text}); try again")
-    if "unable to open" in low:
+    if kind == "cantopen":
+        if _folder_read_only(path):
+            return StoreError(f"cannot open {path}: its folder is read-only (a read-only file system or no "
+                              "permission), and vestige needs to write its -wal and -shm files beside it")
         return StoreError(f"cannot open {path} ({text})")
+    if kind == "ioerr":
+        why = "its folder is read-only; " if _folder_read_only(path) else ""
+        return StoreError(f"disk I/O error on {path} ({text}); {why}check the disk and the file system")
     return StoreError(f"{path}: {text}")
 
 
@@ -43,34 +82,50 @@ class Connection:
         self.path = path
         self.in_memory = path == ":memory:"
         if not self.in_memory:
-            file = Path(path).expanduser()
-            self.path = str(file)
-            if not file.exists():
-                if not create:
-                    raise DatabaseNotFound(f"no database at {file}; `vestige ingest` creates one")
-                file.parent.mkdir(parents=True, exist_ok=True)
-            elif file.is_dir():
-                raise NotADatabase(f"{file} is a folder, not a vestige database")
+            try:
+                file = Path(path).expanduser()
+                self.path = str(file)
+                self.path.encode("utf-8")
+                if not file.exists():
+                    if not create:
+                        raise DatabaseNotFound(f"no database at {file}; `vestige ingest` creates one")
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                elif file.is_dir():
+                    raise NotADatabase(f"{file} is a folder, not a vestige database")
+            except (OSError, ValueError, UnicodeError) as exc:  # no permission, a read-only disk, a NUL...
+                reason = getattr(exc, "strerror", None) or str(exc)
+                raise StoreError(f"cannot open {path!r}: {reason}") from None
         self.lock = threading.RLock()
         self._depth = 0
         try:
             self.conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
-            self._setup(busy_timeout_ms)
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from None
+        except (ValueError, UnicodeError) as exc:  # a NUL in the path
+            raise StoreError(f"cannot open {path!r}: {exc}") from None
+        try:
+            self._setup(busy_timeout_ms)
+        except BaseException as exc:
+            self.conn.close()  # a file refused is not left open
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, self.path) from None
+            raise
 
     def _setup(self, busy_timeout_ms: int) -> None:
         conn = self.conn
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]  # fails on a foreign file
-        if version == 0:
-            tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-            if tables:
-                raise NotADatabase(f"{self.path} is a SQLite database of another program (no vestige schema)")
+        # One statement, so one snapshot: read apart, another process creating the schema in
+        # between made a fresh file look like another program's database (version 0, tables).
+        version, tables = conn.execute(
+            "SELECT (SELECT user_version FROM pragma_user_version), "
+            "(SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+        ).fetchone()  # fails on a foreign file
+        if version == 0 and tables:
+            raise NotADatabase(f"{self.path} is a SQLite database of another program (no vestige schema)")
         if not self.in_memory:
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal(busy_timeout_ms)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
         # Forgetting is real: freed pages are overwritten with zeros, whatever this SQLite build's
@@ -80,6 +135,28 @@ class Connection:
             migrate(conn)
         except SchemaError as exc:
             raise SchemaError(f"{self.path}: {exc}") from None
+
+    def _enter_wal(self, busy_timeout_ms: int) -> None:
+        """Switch the file into WAL mode (recorded in the file: later opens find it there).
+
+        The switch needs an exclusive lock, and SQLite answers SQLITE_BUSY at once, without the
+        busy handler, to the loser of two connections that each hold a shared lock and want it
+        (deadlock avoidance): two processes opening a new file at once made one fail with
+        "database is locked". The statement holds no lock once it has failed, so waiting and
+        trying again is the busy wait SQLite skipped, bounded by the same busy timeout."""
+        deadline = time.monotonic() + busy_timeout_ms / 1000
+        delay = 0.001
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+                busy = code & 0xFF == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
+                if not busy or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
 
     def close(self) -> None:
         with self.lock:
@@ -127,19 +204,32 @@ class Connection:
                 raise translate(exc, self.path) from None
             finally:
                 if self.conn.in_transaction:
-                    self.conn.execute("COMMIT")
+                    try:
+                        self.conn.execute("COMMIT")
+                    except sqlite3.Error as exc:  # on a corrupt file even this fails: never raw
+                        if self.conn.in_transaction:
+                            self.conn.execute("ROLLBACK")
+                        raise translate(exc, self.path) from None
 
-    def checkpoint(self) -> bool:
+    def checkpoint(self, wait_ms: int = 100) -> bool:
         """Copy the write-ahead log into the database and truncate it, so that text a delete
         removed survives in neither file. False when a reader of another connection still
-        holds an older snapshot (the log is then truncated by a later checkpoint)."""
+        holds an older snapshot (the log is then truncated by a later checkpoint), or another
+        writer holds the lock. A TRUNCATE checkpoint waits on the busy handler for such readers:
+        with the full busy timeout it held this connection (and its lock) for 30 s behind one
+        long read, so it waits at most ``wait_ms`` here."""
         if self.in_memory:
             return True
         with self.lock:
             if self.conn.in_transaction:
                 return False
             try:
-                busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                timeout = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+                self.conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+                try:
+                    busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                finally:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
             except sqlite3.Error as exc:
                 raise translate(exc, self.path) from None
             return busy == 0

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...dates import now_iso
-from ...types import Message
-from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, SampleChunk
+from ...types import Chunk, Message
+from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, SampleChunk, StoredChunk
 
 TABLES = {"session": "sessions", "fact": "facts"}
 CHUNK_COLUMNS = {"session": "session_id", "fact": "fact_id"}
@@ -174,3 +174,22 @@ def sample_chunk(cur: sqlite3.Cursor, app_id: int) -> SampleChunk | None:
         return None
     vector = np.frombuffer(row[2], dtype=np.int8).copy() if row[2] is not None else None
     return SampleChunk(row[0], row[1], vector, bool(row[3]), row[4])
+
+
+def item_chunks(cur: sqlite3.Cursor, kind: str, item_pk: int) -> list[StoredChunk]:
+    """An item's chunks as stored, in id order, with their vectors."""
+    rows = cur.execute(
+        "SELECT id, text, position, roles, first_turn, last_turn, view, n_tokens, in_lexical, vector, embed_text "
+        f"FROM chunks WHERE {CHUNK_COLUMNS[kind]} = ? ORDER BY id",
+        (item_pk,),
+    ).fetchall()
+    return [
+        StoredChunk(
+            r[0],
+            Chunk(text=r[1], position=r[2], roles=tuple(r[3].split(",")) if r[3] else (), first_turn=r[4],
+                  last_turn=r[5], view=r[6], n_tokens=r[7], dense=r[9] is not None, lexical=bool(r[8]),
+                  embed_text=r[10]),
+            np.frombuffer(r[9], dtype=np.int8).copy() if r[9] is not None else None,
+        )
+        for r in rows
+    ]

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ...dates import now_iso
+from ...errors import StoreError
 from ...lexical import analyze as lexical_analyze
 from ...lexical import postings as lexical_postings
 from ..base import (
@@ -30,8 +31,10 @@ from ..base import (
     PostingsRead,
     SampleChunk,
     Store,
+    StoredChunk,
     VectorBatch,
 )
+from . import backup as backups
 from . import keys, postings, records, vectors
 from .connection import Connection
 
@@ -41,16 +44,40 @@ class SQLiteStore(Store):
         self._db = Connection(str(path), create=create, busy_timeout_ms=busy_timeout_ms)
         self.path = self._db.path
         self.location = self.path
+        # True while a write that removed data could not truncate the write-ahead log yet (see
+        # _forget): the next write of this store, or its close, tries again.
+        self._unforgotten = False
 
     # -- plumbing ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._unforgotten:
+            self._forget(True)
         self._db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._db.write():
             yield
+        self._forget(False)  # an outer transaction: deletes inside it could not checkpoint
+
+    def _forget(self, removed: bool) -> None:
+        """After a committed write that removed data (``removed``), or while an earlier one is
+        pending: checkpoint the write-ahead log into the database and truncate it. With
+        ``secure_delete`` on, the freed bytes are zeros in the database file, so after this no
+        copy of the removed text is left in ``-wal``, ``-shm`` or the file itself.
+
+        The checkpoint cannot finish while a reader of another connection (another process, or
+        another ``Memory`` on the file) holds a snapshot older than the delete: that snapshot
+        still reads the old pages, in the log. It is then left pending, and the next write or
+        ``close`` of this store retries it; SQLite also checkpoints when the last connection to
+        the file closes. The delete itself is committed either way, and never fails for this."""
+        if not (removed or self._unforgotten):
+            return
+        try:
+            self._unforgotten = not self._db.checkpoint()
+        except StoreError:  # the data is deleted; only the log's copy waits for the next write
+            self._unforgotten = True
 
     @staticmethod
     def _app_id(cur: sqlite3.Cursor, app: str) -> int | None:
@@ -115,6 +142,7 @@ class SQLiteStore(Store):
             terms = [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?", (app_id,))]
             cur.execute("DELETE FROM apps WHERE id = ?", (app_id,))  # cascades everywhere
             postings.Blocks(cur, app_id).drop_unused_terms(terms)
+        self._forget(True)
         return True
 
     # -- items --------------------------------------------------------------------------------
@@ -156,6 +184,7 @@ class SQLiteStore(Store):
                 indexed = records.insert_chunks(cur, app_id, item.kind, pk, chunks, item.date)
                 lexical_postings.add(blocks, indexed)
             self._bump(cur, app_id, purge=replaced)
+        self._forget(replaced)
 
     @staticmethod
     def _delete(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> bool:
@@ -173,6 +202,7 @@ class SQLiteStore(Store):
             if app_id is None or not self._delete(cur, app_id, kind, external_id):
                 return False
             self._bump(cur, app_id, purge=True)
+        self._forget(True)
         return True
 
     def get_item(self, app: str, kind: str, external_id: str) -> Item | None:
@@ -215,6 +245,13 @@ class SQLiteStore(Store):
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)
             return None if app_id is None else records.sample_chunk(cur, app_id)
+
+    def item_chunks(self, app: str, kind: str, external_id: str) -> list[StoredChunk]:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            pk = None if app_id is None else records.item_pk(cur, app_id, kind, external_id)
+            return [] if pk is None else records.item_chunks(cur, kind, pk)
 
     # -- the channels' storage --------------------------------------------------------------------
 
@@ -289,6 +326,16 @@ class SQLiteStore(Store):
     def revoke_key(self, key_id: int, at: str) -> KeyRecord | None:
         with self._db.write() as cur:
             return keys.revoke_key(cur, key_id, at)
+
+    def key_hashes(self) -> dict[int, str]:
+        return dict(self._db.read("SELECT id, key_hash FROM api_keys"))
+
+    # -- backup -----------------------------------------------------------------------------------
+
+    def backup(self, dest: str, *, overwrite: bool = False) -> None:
+        """A consistent copy into a new file ``dest``, taken while writers run (SQLite's online
+        backup API; see ``vestige.store.sqlite.backup``)."""
+        backups.backup_database(self._db, dest, overwrite=overwrite)
 
     # -- size -------------------------------------------------------------------------------------
 

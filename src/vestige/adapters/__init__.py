@@ -1,0 +1,1 @@
+"""Framework adapters, each an optional extra: ``vestige.adapters.langchain`` (``[langchain]``)."""

@@ -1,0 +1,68 @@
+"""``vestige backup`` and ``vestige restore``: registered by vestige.cli.commands."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import ConfigError
+from .options import db_location, db_option, fail_cleanly
+
+
+@click.command()
+@click.argument("dest", type=click.Path(dir_okay=False))
+@db_option
+@click.option("--force", is_flag=True, help="Replace DEST if it exists (an older backup).")
+@fail_cleanly
+def backup(dest: str, db: str | None, force: bool) -> None:
+    """Copy the database into the new file DEST, consistently, while writers carry on.
+
+    Uses SQLite's online backup API: the copy is one snapshot (whole transactions only), is
+    written to a temporary file beside DEST, passes PRAGMA integrity_check, and only then gets
+    DEST's name; a failed backup never appears under it. `vestige restore DEST` puts it back.
+    """
+    from ..store import open_store
+
+    store = open_store(db_location(db), create=False)
+    try:
+        start = time.perf_counter()
+        store.backup(dest, overwrite=force)
+        elapsed = time.perf_counter() - start
+    finally:
+        store.close()
+    size = Path(dest).expanduser().stat().st_size
+    click.echo(f"backed up {store.location} to {dest}: {size} bytes in {elapsed:.2f}s (integrity ok)")
+
+
+@click.command()
+@click.argument("src", type=click.Path(dir_okay=False))
+@db_option
+@click.option("--force", is_flag=True, help="Replace the database at --db if it exists (its current content is lost).")
+@fail_cleanly
+def restore(src: str, db: str | None, force: bool) -> None:
+    """Put the backup SRC in place of the database (--db).
+
+    SRC must be a sound vestige database (it is only read): anything else is refused and
+    nothing changes. The verified copy is renamed into place when no database exists; an
+    existing one (only with --force) is overwritten through SQLite's backup API, so a server
+    that holds it open sees the restored data as one commit.
+    """
+    from ..store.sqlite.backup import restore_database
+
+    report = restore_database(src, _sqlite_file(db_location(db)), force=force)
+    apps = ", ".join(report.apps) or "none"
+    click.echo(f"restored {src} into {report.target}: {report.bytes} bytes, apps: {apps} ({report.method})")
+
+
+def _sqlite_file(location: str) -> str:
+    """The file a --db location names (a path or sqlite:///PATH, as open_store reads them)."""
+    scheme, sep, rest = location.partition("://")
+    if (sep and scheme != "sqlite") or location == ":memory:":
+        raise ConfigError(f"vestige restore puts a backup in place of a SQLite file, not {location!r}; "
+                          "restore other stores with their own tools")
+    return (rest[1:] if rest.startswith("/") else rest) if sep else location
+
+
+commands = (backup, restore)

@@ -1,0 +1,111 @@
+"""The everyday verbs: add a fact, list and show what is stored, export it all."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..errors import UnknownApp
+from .options import app_option, db_option, embedder_option, fail_cleanly, open_memory
+
+
+@click.command()
+@click.argument("text")
+@db_option
+@app_option
+@embedder_option
+@click.option("--id", "fact_id", help="The fact's id (default: a hash of its content).")
+@click.option("--date", help="When it was true (ISO 8601; default: now).")
+@click.option("--metadata", help='A JSON object kept with the fact, e.g. \'{"source": "chat"}\'.')
+@fail_cleanly
+def add(text: str, db: str | None, app: str, embedder: str | None, fact_id: str | None, date: str | None,
+        metadata: str | None) -> None:
+    """Remember one fact (a short self-contained statement); prints its id."""
+    meta = _json_object(metadata, "--metadata") if metadata else None
+    with open_memory(db, embedder, create=True) as memory:
+        click.echo(memory.add_fact(text, app=app, fact_id=fact_id, date=date, metadata=meta))
+
+
+def _json_object(text: str, option: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc.msg})", param_hint=option) from None
+    if not isinstance(value, dict):
+        raise click.BadParameter("must be a JSON object", param_hint=option)
+    return value
+
+
+@click.command("list")
+@db_option
+@app_option
+@click.option("--kind", type=click.Choice(("session", "fact")), default="session", show_default=True,
+              help="Which items to list.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Page size.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Items to skip.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@fail_cleanly
+def list_items(db: str | None, app: str, kind: str, limit: int, offset: int, as_json: bool) -> None:
+    """List the ids and dates of stored sessions or facts, in the order they were stored."""
+    with open_memory(db) as memory:
+        if app not in memory.apps():  # an unknown app is an error, not an empty list
+            raise UnknownApp(f"app {app!r} holds no memory in {memory.store.location}")
+        found = memory.list(app=app, kind=kind, limit=limit, offset=offset)
+    if as_json:
+        click.echo(json.dumps(found, indent=2, ensure_ascii=False))
+        return
+    for row in found:
+        click.echo(f"{row[f'{kind}_id']}\t{row['date'] or 'undated'}")
+    if not found:
+        click.echo(f"no {kind}s" + (f" after offset {offset}" if offset else ""), err=True)
+
+
+@click.command()
+@click.argument("item_id")
+@db_option
+@app_option
+@click.option("--json", "as_json", is_flag=True, help="Print the item as JSON.")
+@fail_cleanly
+def show(item_id: str, db: str | None, app: str, as_json: bool) -> None:
+    """Show one stored session (every message, verbatim) or fact by its id."""
+    from ..export import markdown_of
+
+    with open_memory(db) as memory:
+        item = memory.get(item_id, app=app)
+    click.echo(json.dumps(item, indent=2, ensure_ascii=False) if as_json else markdown_of(item).rstrip())
+
+
+@click.command()
+@db_option
+@app_option
+@click.option("--format", "fmt", type=click.Choice(("jsonl", "markdown")), default="jsonl", show_default=True,
+              help="jsonl: what `vestige ingest` reads back; markdown: one readable file per session.")
+@click.option("--out", type=click.Path(), help="File (jsonl) or new folder (markdown); default for jsonl: stdout.")
+@fail_cleanly
+def export(db: str | None, app: str, fmt: str, out: str | None) -> None:
+    """Write everything an app holds, verbatim: JSONL to re-import, or Markdown to read."""
+    from ..export import jsonl_lines, write_markdown
+
+    with open_memory(db) as memory:
+        memory.export(app=app)  # refuses an unknown app before anything is written
+        if fmt == "markdown":
+            if not out:
+                raise click.UsageError("--format markdown needs --out FOLDER")
+            n = write_markdown(memory, app, out)
+            click.echo(f"wrote {n} files to {out}", err=True)
+            return
+        stream = open(out, "w", encoding="utf-8") if out else sys.stdout
+        try:
+            n = 0
+            for line in jsonl_lines(memory, app):
+                stream.write(line + "\n")
+                n += 1
+        finally:
+            if out:
+                stream.close()
+        click.echo(f"exported {n} items of app {app!r}" + (f" to {out}" if out else ""), err=True)
+
+
+commands = [add, list_items, show, export]

@@ -1,0 +1,114 @@
+"""Markdown and text notes (``.md``, ``.markdown``, ``.txt``; a folder of them, an Obsidian vault).
+
+What a note becomes: one session, id its path inside the imported folder (its file name when a
+single file is given; a content hash from standard input), cut at its headings into messages:
+each ``#`` to ``######`` heading outside a fenced code block starts a message holding the
+heading line and the text under it (the text before the first heading is a message of its own; a
+heading with nothing under it before the next one is joined to it), so chunks follow the
+note's sections. Every message has the role ``user``: a note is its author's own words, and the
+default index plan gives user words a vector as well as BM25.
+
+The date is the YAML front matter's ``date:`` (else ``created:``), else the file's modification
+time (now, from standard input); a front matter date that does not parse (a template's
+``{{date}}``) counts as none, and stays in the metadata. Only simple ``key: value`` front matter lines are read (no YAML
+library); they are kept as metadata (``front_matter``), with ``{"source": "markdown", "path",
+"title"}`` (the front matter's ``title:``, else the first heading, else the file name). The front
+matter itself is not indexed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..write.validate import SessionInput
+from .base import JSON_SUFFIXES, TEXT_SUFFIXES, Source, iso_date, message
+
+HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(\S.*?)\s*#*\s*$")
+FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+FRONT_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
+DATE_KEYS = ("date", "created")
+
+
+def split_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """(simple ``key: value`` pairs of a leading ``---`` block, the rest of the text)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            break
+    else:
+        return {}, text
+    front: dict[str, str] = {}
+    for line in lines[1:end]:
+        if (m := FRONT_KEY.match(line)) and m.group(2).strip():
+            value = m.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            front[m.group(1)] = value
+    return front, "\n".join(lines[end + 1 :])
+
+
+def sections(body: str) -> list[str]:
+    """The note cut before each heading outside a fenced code block; empty parts dropped and a
+    heading with nothing under it joined to the section after it."""
+    parts: list[list[str]] = [[]]
+    fence: str | None = None
+    for line in body.splitlines():
+        if m := FENCE.match(line):
+            mark = m.group(1)[0] * 3
+            fence = None if fence == mark else (fence or mark)
+        elif fence is None and HEADING.match(line) and any(l.strip() for l in parts[-1]):
+            parts.append([])
+        parts[-1].append(line)
+    texts = ["\n".join(p).strip() for p in parts]
+    texts = [t for t in texts if t]
+    merged: list[str] = []
+    for text in texts:
+        if merged and HEADING.match(merged[-1]) and "\n" not in merged[-1]:
+            merged[-1] = f"{merged[-1]}\n\n{text}"
+        else:
+            merged.append(text)
+    return merged
+
+
+class MarkdownImporter:
+    name = "markdown"
+    title = "Markdown or text notes, .md .markdown .txt"
+    suffixes = TEXT_SUFFIXES
+    unit = "note"
+
+    def detect(self, source: Source, *, forced: bool = False) -> bool | str:
+        if forced or source.suffix in TEXT_SUFFIXES:
+            return True
+        if source.suffix in JSON_SUFFIXES:
+            return f"a {source.suffix} file, not a note"
+        if source.records is not None:
+            return "the text is JSON"
+        if source.looks_like_json():
+            return "the text starts like JSON but does not parse"
+        return True  # text of another kind (standard input, a file without a known suffix)
+
+    def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
+        front, body = split_front_matter(source.text)
+        parts = sections(body)
+        if not parts:
+            return
+        date: Any = next((front[k] for k in DATE_KEYS if front.get(k) and iso_date(front[k])), None)
+        if date is None and source.path is not None:
+            date = source.path.stat().st_mtime
+        first_heading = next((m.group(2) for p in parts if (m := HEADING.match(p.splitlines()[0]))), None)
+        title = front.get("title") or first_heading or source.stem or None
+        metadata: dict[str, Any] = {"source": "markdown"}
+        if source.relative:
+            metadata["path"] = source.relative
+        if title:
+            metadata["title"] = title
+        if front:
+            metadata["front_matter"] = front
+        yield SessionInput([message("user", p) for p in parts], source.relative, date, metadata)
+
+
+IMPORTER = MarkdownImporter()
