@@ -185,3 +185,17 @@ def test_memory_chunk_tokens_is_honoured(tmp_path):
         conn.close()
     assert lengths == [20] * 10
     assert sum(len(lexical.analyze(w, keep_stopwords=True)) for w in text.split()) == 200
+
+
+def test_system_and_tool_turns_are_kept_but_not_indexed_unless_the_plan_says(hash_embedder):
+    chat = [Message("system", "You are Zorblax, a helpful assistant."), Message("user", "My cat is Admon."),
+            Message("tool", "lookup returned: quokka"), Message("assistant", "Admon is a fine name.")]
+    default = chunk_session(chat, hash_embedder, "split")
+    assert "Zorblax" not in " ".join(c.text for c in default) and "quokka" not in " ".join(c.text for c in default)
+    everything = chunk_session(chat, hash_embedder, "split-all-roles")
+    assert "Zorblax" in everything[0].text and "quokka" in everything[0].text
+    assert everything[0].dense_text == "My cat is Admon."  # the vector still reads the user's words only
+    with Memory(":memory:", embedder="hash") as mem:
+        mem.add_session([m.__dict__ for m in chat], app="a", session_id="s")
+        assert len(mem.get("s", app="a")["messages"]) == 4  # stored verbatim, all of it
+        assert all("Zorblax" not in h.text for h in mem.search("Zorblax", app="a"))

@@ -80,7 +80,10 @@ def test_openai_message_list_is_one_session(tmp_path):
     assert _ingest(path, db).exit_code == 0
     with Memory(db, embedder="hash") as mem:
         hits = mem.search("Pixel", k=1)
-        assert "Pixel" in hits[0].text and hits[0].roles == ("system", "user", "assistant")
+        # the system prompt is kept verbatim but not indexed: no hit shows it
+        assert "Pixel" in hits[0].text and hits[0].roles == ("user", "assistant")
+        assert "helpful" not in hits[0].text and mem.search("helpful", k=1)[0].ranks["lexical"] is None
+        assert [m["role"] for m in mem.get(hits[0].session_id)["messages"]] == ["system", "user", "assistant"]
 
 
 def test_longmemeval_format(tmp_path):

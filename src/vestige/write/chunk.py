@@ -163,7 +163,7 @@ def chunk_session(
     ]
     chunks: list[Chunk] = []
     for chunk_set in plan.sets:
-        units = all_units if chunk_set.turns is None else [u for u in all_units if u.role in chunk_set.turns]
+        units = [u for u in all_units if chunk_set.keeps(u.role)]
         chunks += _pack(units, limit, chunk_set.label, len(chunks), dense=chunk_set.dense,
                         lexical=chunk_set.lexical, embed_roles=chunk_set.vector_roles)
     return chunks

@@ -15,27 +15,40 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 
 
+CONVERSATION = ("user", "assistant")  # the turns of a conversation; system and tool turns are not
+
+
 @dataclass(frozen=True)
 class ChunkSet:
-    turns: tuple[str, ...] | None = None  # roles whose turns are chunked; None: every turn
+    turns: tuple[str, ...] | None = None  # roles whose turns are chunked; None: the conversation's
     lexical: bool = True  # BM25 reads the chunks
     dense: bool = True  # the chunks get vectors
     vector_roles: tuple[str, ...] | None = None  # the vector reads only these roles' words
+    # System prompts and tool traffic are kept verbatim but not indexed unless asked: a system
+    # prompt repeated in every session is noise in every hit, and tool output is not memory.
+    other_roles: bool = False  # with turns None: chunk system and tool turns as well
 
     @property
     def label(self) -> str:
-        """The chunks' ``view``: "all" (every turn) or the roles chunked ("user")."""
+        """The chunks' ``view``: "all" (every conversation turn) or the roles chunked ("user")."""
         return "all" if self.turns is None else ",".join(self.turns)
+
+    def keeps(self, role: str) -> bool:
+        """Whether turns of this role are chunked in this set."""
+        if self.turns is not None:
+            return role in self.turns
+        return self.other_roles or role in CONVERSATION
 
     def to_dict(self) -> dict:
         return {"turns": list(self.turns) if self.turns is not None else None, "lexical": self.lexical,
-                "dense": self.dense, "vector_roles": list(self.vector_roles) if self.vector_roles is not None else None}
+                "dense": self.dense, "vector_roles": list(self.vector_roles) if self.vector_roles is not None else None,
+                "other_roles": self.other_roles}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ChunkSet":
         tup = lambda v: tuple(v) if v is not None else None  # noqa: E731
         return cls(tup(data.get("turns")), bool(data.get("lexical", True)), bool(data.get("dense", True)),
-                   tup(data.get("vector_roles")))
+                   tup(data.get("vector_roles")), bool(data.get("other_roles", False)))
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,10 @@ PLANS: dict[str, IndexPlan] = {
     p.name: p
     for p in (
         IndexPlan("split", (ChunkSet(vector_roles=USER),),
-                  "every turn chunked once; BM25 reads each chunk, its vector only the user's words in it"),
+                  "every user and assistant turn chunked once; BM25 reads each chunk, its vector only the "
+                  "user's words in it; system and tool turns are kept, not indexed"),
+        IndexPlan("split-all-roles", (ChunkSet(vector_roles=USER, other_roles=True),),
+                  "split, with system and tool turns chunked too (BM25 reads them)"),
         IndexPlan("split-apart", (ChunkSet(dense=False), ChunkSet(turns=USER, lexical=False)),
                   "chunks of every turn in BM25 only; separate chunks of the user's turns in vectors only"),
         IndexPlan("all", (ChunkSet(),), "every turn, in both channels"),
