@@ -21,7 +21,7 @@ def text_of(result) -> str:
 
 async def remember_then_recall(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "context", "forget"}
+    assert set(tools) == {"remember", "recall", "context", "memories", "show", "forget"}
     assert all(len(t.description or "") > 80 for t in tools.values())  # descriptions an agent can act on
     assert "app" not in tools["recall"].input_schema.get("properties", {})  # the app is fixed, not a parameter
 
@@ -34,6 +34,15 @@ async def remember_then_recall(client: Client) -> None:
 
     block = text_of(await client.call_tool("context", {"query": "cat name", "budget_tokens": 300}))
     assert "Admon" in block and "past records" in block
+
+    listed = text_of(await client.call_tool("memories", {"kind": "fact", "limit": 1}))
+    assert listed.startswith(memory_id + " · 2024-05-01") and "offset 1" in listed
+    shown = text_of(await client.call_tool("show", {"memory_id": memory_id}))
+    assert "The user's cat is called Admon." in shown and "2024-05-01" in shown
+    missing = await client.call_tool("show", {"memory_id": "no-such-id"})  # an error reaches the agent
+    assert missing.is_error and "no session or fact 'no-such-id'" in missing.content[0].text
+    bad = await client.call_tool("memories", {"kind": "bogus"})
+    assert bad.is_error and "unknown kind 'bogus'" in bad.content[0].text
 
     assert text_of(await client.call_tool("forget", {"memory_id": memory_id})) == f"Forgot {memory_id}."
     assert "Admon" not in text_of(await client.call_tool("recall", {"query": "cat called Admon"}))

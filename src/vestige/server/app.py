@@ -470,7 +470,10 @@ def create_app(
             "Long-term memory for AI agents. Every route under `/v1/apps/{app}` needs that app's "
             "API key (`Authorization: Bearer <key>`; create one with `vestige keys create --app APP`)."
         ),
+        docs_url=None,  # served below from local files: the stock page loads its assets from a CDN
+        redoc_url=None,
     )
+    _offline_docs(api)
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     api.add_middleware(BodyTimeout, seconds=timeout_seconds)
     bearer = HTTPBearer(auto_error=False, description="A per-app key from `vestige keys create`.")
@@ -681,6 +684,35 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
+
+
+DOCS_ASSETS = "/docs-assets"
+
+
+def _offline_docs(api: FastAPI) -> None:
+    """/docs with Swagger UI's files served by this server (the swagger-ui-bundle package), so
+    the page works with no network; without that package, /docs says how to get it."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+
+    try:
+        from fastapi.staticfiles import StaticFiles
+        from swagger_ui_bundle import swagger_ui_path
+    except ImportError:
+        swagger_ui_path = None
+    if swagger_ui_path is not None:
+        api.mount(DOCS_ASSETS, StaticFiles(directory=swagger_ui_path), name="docs-assets")
+
+    @api.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        if swagger_ui_path is None:
+            return HTMLResponse("<p>The interactive docs need swagger-ui-bundle: pip install 'vestige[server]'. "
+                                "The API description is at <a href='/openapi.json'>/openapi.json</a>.</p>")
+        return get_swagger_ui_html(
+            openapi_url=api.openapi_url or "/openapi.json", title="vestige API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js", swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+        )
 
 
 def _page(rows: list[dict[str, Any]], limit: int, offset: int) -> ListOut:

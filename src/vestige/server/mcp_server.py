@@ -1,4 +1,4 @@
-"""The MCP server: remember, recall, context and forget, scoped to one app.
+"""The MCP server: remember, recall, context, memories, show and forget, scoped to one app.
 
 Built on the official ``mcp`` SDK (2.x, ``MCPServer``). The app is fixed when the server starts
 (``vestige mcp --app NAME``), so an agent can never reach another app's memory. Over stdio the
@@ -33,7 +33,7 @@ def _missing_mcp() -> VestigeError:
 
 
 def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
-    """An ``MCPServer`` whose four tools read and write ``app`` in ``memory``."""
+    """An ``MCPServer`` whose tools read and write ``app`` in ``memory``."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -86,6 +86,29 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
         budget = max(50, min(int(budget_tokens), 8000))
         block = memory.context(query, app=app, budget_tokens=budget)
         return str(block) or "No relevant memory."
+
+    @server.tool(annotations=ToolAnnotations(title="List memories", read_only_hint=True))
+    @answers_errors
+    def memories(kind: str = "fact", limit: int = 20, offset: int = 0) -> str:
+        """List what is stored, newest last: `kind` "fact" (the notes `remember` stored) or "session" (whole conversations), `limit` 1 to 100 per page, `offset` to page on. Each line is an id and a date; `show` reads one, `forget` deletes one."""
+        limit = max(1, min(int(limit), 100))
+        if app not in memory.apps():
+            return "Nothing stored yet."
+        rows = memory.list(app=app, kind=kind, limit=limit + 1, offset=max(0, int(offset)))
+        if not rows:
+            return f"No {kind}s" + (f" after offset {offset}." if offset else " stored.")
+        lines = [f"{row[f'{kind}_id']} · {format_date(row['date'])}" for row in rows[:limit]]
+        if len(rows) > limit:
+            lines.append(f"(more: call again with offset {int(offset) + limit})")
+        return "\n".join(lines)
+
+    @server.tool(annotations=ToolAnnotations(title="Show memory", read_only_hint=True))
+    @answers_errors
+    def show(memory_id: str) -> str:
+        """Read one stored memory in full by its id (from `recall`, `memories` or `remember`): a note's text, or a conversation's every message with its role and time, verbatim."""
+        from ..export import markdown_of
+
+        return markdown_of(memory.get(memory_id, app=app)).rstrip()
 
     @server.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True, idempotent_hint=True))
     @answers_errors
