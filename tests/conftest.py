@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 
+# onnxruntime before anything imports usearch (test_hnsw does, at collection): the other order
+# crashes the process (see vestige.vectors.hnsw). onnx_minilm sets ORT_DISABLE_TELEMETRY first.
+import vestige.embed.onnx_minilm  # noqa: F401,E402
+import onnxruntime  # noqa: F401,E402,I001
+
 from vestige.embed import get_embedder
 from vestige.memory import Memory
 

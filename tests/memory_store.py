@@ -20,6 +20,7 @@ is deep-copied at the outermost entry and put back when an exception escapes it.
 from __future__ import annotations
 
 import copy
+import json
 import secrets
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -30,10 +31,12 @@ from typing import Any
 import numpy as np
 
 from vestige import lexical
+from vestige.dates import now_iso
 from vestige.errors import StoreError
 from vestige.lexical import postings as lexical_postings
 from vestige.store.base import (
     KINDS,
+    ItemVersion,
     AppCounts,
     AppVersion,
     ChunkRow,
@@ -93,6 +96,7 @@ class _App:
     chunks: dict[int, _Chunk] = field(default_factory=dict)  # inserted in ascending id order
     postings: dict[tuple[int, int], bytes] = field(default_factory=dict)  # (term id, block) -> data
     stats: LexicalStats | None = None
+    versions: dict[tuple[str, str], list[ItemVersion]] = field(default_factory=dict)  # kept by archive
 
 
 @dataclass
@@ -258,6 +262,7 @@ class DictStore(Store):
         items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
         *,
         expect: Mapping[tuple[str, str], str | None] | None = None,
+        archive: bool = False,
     ) -> None:
         if not items:
             return
@@ -278,6 +283,10 @@ class DictStore(Store):
             blocks = _Blocks(state, target)
             replaced = False
             for item, chunks in items:
+                old = target.items.get((item.kind, item.external_id))
+                if archive and old is not None:
+                    target.versions.setdefault((item.kind, item.external_id), []).append(
+                        ItemVersion(now_iso(), copy.deepcopy(old.item)))
                 replaced |= self._delete(target, item.kind, item.external_id) is not None
                 seq = state.next_seq  # stored last: listed last, a replace included
                 state.next_seq += 1
@@ -333,6 +342,7 @@ class DictStore(Store):
             found = self._state.apps.get(app)
             if found is None or self._delete(found, kind, external_id) is None:
                 return False
+            found.versions.pop((kind, external_id), None)  # its history goes with it
             self._bump(found, purge=True)
         return True
 
@@ -343,16 +353,35 @@ class DictStore(Store):
             record = found.items.get((kind, external_id)) if found else None
             return copy.deepcopy(record.item) if record else None
 
-    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+    def list_items(self, app: str, kind: str, limit: int, offset: int, *, newest_first: bool = False) -> list[ItemSummary]:
         _check_kind(kind)
         with self._read() as state:
             found = state.apps.get(app)
             if found is None:
                 return []
-            records = sorted((r for (k, _), r in found.items.items() if k == kind), key=lambda r: r.seq)
+            records = sorted((r for (k, _), r in found.items.items() if k == kind), key=lambda r: r.seq,
+                             reverse=newest_first)
             start = max(offset, 0)
             page = records[start:] if limit < 0 else records[start : start + limit]  # LIMIT -1: all
             return [ItemSummary(kind, r.item.external_id, r.item.date) for r in page]
+
+    def item_history(self, app: str, kind: str, external_id: str) -> list[ItemVersion]:
+        _check_kind(kind)
+        with self._read() as state:
+            found = state.apps.get(app)
+            return copy.deepcopy(found.versions.get((kind, external_id), [])) if found else []
+
+    def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:
+        with self._read() as state:
+            found = state.apps.get(app)
+            if found is None:
+                return np.zeros(0, np.int64)
+            # JSON equality, as the SQL stores compare (true is not 1, 1 is not "1")
+            same = lambda a, b: json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # noqa: E731
+            ids = [cid for record in found.items.values()
+                   if all(k in record.item.metadata and same(record.item.metadata[k], v) for k, v in where.items())
+                   for cid in record.chunk_ids]
+            return np.asarray(sorted(ids), dtype=np.int64)
 
     def counts(self, app: str) -> AppCounts | None:
         with self._read() as state:
@@ -385,6 +414,7 @@ class DictStore(Store):
                     fact_id=c.external_id if c.kind == "fact" else None,
                     date=c.date, roles=c.roles, view=c.view, position=c.position,
                     first_turn=c.first_turn, last_turn=c.last_turn,
+                    metadata=copy.deepcopy(dict(found.items[(c.kind, c.external_id)].item.metadata)),
                 )
             return out
 

@@ -525,6 +525,46 @@ class StoreContract:
         store.put_items(A, [session("s1", "a, replaced")])
         assert [s.external_id for s in store.list_items(A, "session", 10, 0)] == ["s2", "s3", "s1"]
 
+    def test_list_items_newest_first(self, store: Store) -> None:
+        store.put_items(A, [session("s1", "a"), session("s2", "b"), session("s3", "c")])
+        page = lambda limit, offset: [s.external_id for s in store.list_items(A, "session", limit, offset, newest_first=True)]  # noqa: E731
+        assert page(2, 0) == ["s3", "s2"] and page(2, 2) == ["s1"]
+
+    def test_archive_keeps_versions_and_a_delete_forgets_them(self, store: Store) -> None:
+        first = session("s1", "the first words", metadata={"v": 1})
+        store.put_items(A, [first])
+        store.put_items(A, [session("s1", "the second words", metadata={"v": 2})], archive=True)
+        store.put_items(A, [session("s1", "the third words", metadata={"v": 3})])  # a replace that keeps nothing
+        history = store.item_history(A, "session", "s1")
+        assert [v.item.metadata for v in history] == [{"v": 1}] and history[0].item == first[0]
+        assert history[0].replaced_at
+        store.put_items(A, [fact("f1", "old text")])
+        store.put_items(A, [fact("f1", "new text")], archive=True)
+        assert [v.item.text for v in store.item_history(A, "fact", "f1")] == ["old text"]
+        assert store.item_history(B, "fact", "f1") == [] and store.item_history(A, "session", "nope") == []
+        assert store.delete_item(A, "session", "s1")
+        assert store.item_history(A, "session", "s1") == []
+        store.delete_app(A)
+        assert store.item_history(A, "fact", "f1") == []
+
+    def test_chunk_ids_where_filters_by_metadata_as_json(self, store: Store) -> None:
+        store.put_items(A, [session("s1", "one", "two", metadata={"source": "chat", "n": 1, "ok": True}),
+                            fact("f1", "three", metadata={"source": "chat", "n": "1"}),
+                            fact("f2", "four", metadata={"source": "notes", "nested": {"a": [1, 2]}})])
+        store.put_items(B, [fact("g1", "five", metadata={"source": "chat"})])
+        by_item = {}
+        for cid, row in store.fetch_chunks(A, ids_of(store, A)).items():
+            by_item.setdefault(row.session_id or row.fact_id, []).append(cid)
+            assert row.metadata == {"s1": {"source": "chat", "n": 1, "ok": True}, "f1": {"source": "chat", "n": "1"},
+                                    "f2": {"source": "notes", "nested": {"a": [1, 2]}}}[row.session_id or row.fact_id]
+        where = lambda **kw: store.chunk_ids_where(A, kw).tolist()  # noqa: E731
+        assert where(source="chat") == sorted(by_item["s1"] + by_item["f1"])
+        assert where(n=1) == by_item["s1"] and where(n="1") == by_item["f1"]  # 1 is not "1"
+        assert where(ok=True) == by_item["s1"] and where(ok=1) == [] and where(ok=False) == []
+        assert where(nested={"a": [1, 2]}) == by_item["f2"]
+        assert where(source="chat", n=1) == by_item["s1"] and where(missing=None) == []
+        assert store.chunk_ids_where("nobody", {"source": "chat"}).tolist() == []
+
     def test_counts(self, store: Store) -> None:
         item, chunks = session("s1", "one", "two", "three")
         chunks.append(indexed("an extra vector-only chunk", 3, lexical=False))

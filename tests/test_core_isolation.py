@@ -99,7 +99,7 @@ def test_get_list_and_stats_are_per_app(two_apps):
     assert mem.get("f1", app="alice")["text"].endswith("fact of alice.")
     with pytest.raises(NotFound):
         mem.get("s0", app="carol")
-    assert [i["session_id"] for i in mem.list(app="alice", kind="session", limit=100)] == [f"s{i}" for i in range(12)]
+    assert [i["session_id"] for i in mem.list(app="alice", kind="session", limit=100, newest_first=False)] == [f"s{i}" for i in range(12)]
     stats = mem.stats()
     assert set(stats["apps"]) == {"alice", "bob"}
     assert stats["apps"]["alice"]["sessions"] == 12 and stats["apps"]["alice"]["facts"] == 1

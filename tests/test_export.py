@@ -87,3 +87,23 @@ def test_add_list_show(tmp_path):
     assert unknown.exit_code == 1 and "holds no memory" in unknown.output
     bad = CliRunner().invoke(main, ["add", "x", "--db", str(db), "--metadata", "[1]"])
     assert bad.exit_code == 2 and "JSON object" in bad.output
+
+
+def test_facts_and_metadata_round_trip_too(tmp_path):
+    from vestige.export import jsonl_lines
+
+    source = tmp_path / "a.sqlite"
+    with Memory(source, embedder="hash") as memory:
+        memory.add_session([{"role": "user", "content": "My cat Admon hides bones.", "time": "2024-01-01T10:00"}],
+                           app="a", session_id="s1", date="2024-01-01", metadata={"title": "cats"})
+        memory.add_fact("Alice is allergic to peanuts.", app="a", fact_id="f1", metadata={"source": "chat"})
+        memory.add_fact("Bob drinks green tea.", app="a", date="2024-02-02")
+        dump = tmp_path / "a.jsonl"
+        _run("export", "--db", source, "--app", "a", "--out", dump)
+        before = list(jsonl_lines(memory, "a"))
+    report = json.loads(_run("ingest", dump, "--db", tmp_path / "b.sqlite", "--app", "a", "--embedder", "hash",
+                             "--json").stdout)
+    assert report["added"] == ["s1"] and sorted(report["facts"]["added"]) == sorted(["f1", json.loads(before[2])["fact_id"]])
+    with Memory(tmp_path / "b.sqlite") as copy:
+        assert list(jsonl_lines(copy, "a")) == before
+        assert copy.search("peanuts allergy", app="a", k=1)[0].fact_id == "f1"

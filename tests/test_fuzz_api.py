@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from hypothesis import strategies as st
 
 from vestige.errors import VestigeError
 from vestige.memory import Memory
-from vestige.write.validate import SessionInput
+from vestige.write.validate import FactInput, SessionInput
 
 APP = "fuzz"
 
@@ -63,15 +64,6 @@ class Opaque:
 
     def __repr__(self) -> str:
         return "Opaque()"
-
-
-class Explodes:
-    """An object whose str(), repr() and comparisons raise (a hostile caller's value)."""
-
-    def __str__(self) -> str:
-        raise RuntimeError("str() of a hostile value")
-
-    __repr__ = __str__
 
 
 def _cyclic() -> Any:
@@ -182,7 +174,8 @@ class Fuzz:
         self.calls += 1
         before = self.version()
         try:
-            return getattr(self.memory, method)(*args, **kwargs)
+            result = getattr(self.memory, method)(*args, **kwargs)
+            return list(result) if isinstance(result, Iterator) else result  # export() is lazy
         except VestigeError as exc:
             self.vestige_errors += 1
             str(exc)  # the message itself must be printable
@@ -268,6 +261,14 @@ def m_add_fact(f: Fuzz, d: Any) -> None:
            fact_id=d(mostly(V_ID, IDS)), date=d(mostly(V_DATE, DATES)), metadata=d(mostly(V_METADATA, METADATA)))
 
 
+def m_add_facts(f: Fuzz, d: Any) -> None:
+    valid = st.lists(st.builds(FactInput, GOOD_TEXT, st.sampled_from(["g1", "g2", "g3", None]), V_DATE, V_METADATA),
+                     max_size=3, unique_by=lambda x: x.fact_id or id(x))
+    wild = st.one_of(st.lists(st.builds(FactInput, TEXT | ANYTHING, IDS, DATES, METADATA) | ANYTHING, max_size=3),
+                     ANYTHING)
+    f.call("add_facts", d(mostly(valid, wild)), app=d(mostly(V_APP, APPS)))
+
+
 def m_search(f: Fuzz, d: Any) -> None:
     f.call("search", d(mostly(GOOD_TEXT | TIME_QUESTIONS, QUERIES | ANYTHING)), app=d(mostly(V_APP, APPS)),
            k=d(mostly(V_K, KS)), previous=d(mostly(st.none() | GOOD_TEXT, TEXT | ANYTHING)),
@@ -305,14 +306,17 @@ def m_delete(f: Fuzz, d: Any) -> None:
 
 
 def m_apps(f: Fuzz, d: Any) -> None:
-    which = d(st.sampled_from(["stats", "app_stats", "reindex", "delete_app"]))
+    which = d(st.sampled_from(["stats", "app_stats", "reindex", "delete_app", "export"]))
     app = d(mostly(V_APP, APPS))
     if which == "delete_app" and app == APP:
         app = "other"  # keep the seed data; deleting other apps is fuzzed
-    f.call(which, app)
+    if which == "export":
+        f.call(which, app=app)
+    else:
+        f.call(which, app)
 
 
-METHODS = [m_add_session, m_add_sessions, m_append, m_add_fact, m_search, m_context, m_with_context, m_get,
+METHODS = [m_add_session, m_add_sessions, m_append, m_add_fact, m_add_facts, m_search, m_context, m_with_context, m_get,
            m_list, m_delete, m_apps]
 
 QUICK = settings(max_examples=400, deadline=None, database=None, derandomize=True,
@@ -417,6 +421,7 @@ def test_good_inputs_still_work(fuzz):
     assert m.search("emoji", app=APP, k=3, now=datetime(2024, 6, 1), previous="fine")
     assert isinstance(m.context("emoji", app=APP, budget_tokens=500), str)
     assert m.add_session([{"role": "user", "content": "dated"}], app=APP, date=date(2024, 5, 1).isoformat())
+    assert m.add_fact("😀 ¿", app=APP)  # no indexable word at all: stored, found by its vector only
 
 
 @pytest.mark.heavy

@@ -69,3 +69,14 @@ def test_module_imports_first(module):
         pytest.skip(f"{module} is not in this tree")
     result = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_ann_index_and_the_embedder_load_together():
+    """usearch's extension loaded before onnxruntime made onnxruntime's import segfault: vestige
+    loads onnxruntime first whenever it loads the ANN index."""
+    pytest.importorskip("usearch", reason="the 'ann' extra is not installed")
+    code = ("import vestige.vectors.hnsw, usearch.index; from vestige.embed import get_embedder; "
+            "print(get_embedder('minilm').embed(['hello']).shape)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "(1, 384)" in result.stdout

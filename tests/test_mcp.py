@@ -27,7 +27,8 @@ async def remember_then_recall(client: Client) -> None:
 
     stored = text_of(await client.call_tool("remember", {"text": "The user's cat is called Admon.", "date": "2024-05-01"}))
     memory_id = stored.removeprefix("Remembered as ").rstrip(".")
-    await client.call_tool("remember", {"text": "The user plays the cello on Sundays."})
+    cello = text_of(await client.call_tool("remember", {"text": "The user plays the cello on Sundays."}))
+    cello_id = cello.removeprefix("Remembered as ").rstrip(".")
 
     recalled = text_of(await client.call_tool("recall", {"query": "What is my cat called?", "k": 2}))
     assert recalled.startswith("1. id " + memory_id) and "Admon" in recalled and "2024-05-01" in recalled
@@ -36,7 +37,9 @@ async def remember_then_recall(client: Client) -> None:
     assert "Admon" in block and "past records" in block
 
     listed = text_of(await client.call_tool("memories", {"kind": "fact", "limit": 1}))
-    assert listed.startswith(memory_id + " · 2024-05-01") and "offset 1" in listed
+    assert listed.startswith(cello_id + " · ") and "offset 1" in listed  # newest first
+    older = text_of(await client.call_tool("memories", {"kind": "fact", "limit": 1, "offset": 1}))
+    assert older.startswith(memory_id + " · 2024-05-01")
     shown = text_of(await client.call_tool("show", {"memory_id": memory_id}))
     assert "The user's cat is called Admon." in shown and "2024-05-01" in shown
     missing = await client.call_tool("show", {"memory_id": "no-such-id"})  # an error reaches the agent

@@ -119,7 +119,7 @@ def test_memory_round_trip(pg_server: PgServer) -> None:
         assert hits and hits[0].session_id == "cat" and "Admon" in hits[0].text
         assert mem.search("peanuts allergy", app="me", k=1)[0].fact_id == fact_id
         assert mem.get("cat", app="me")["messages"][0]["content"].startswith("My cat")
-        assert [s["session_id"] for s in mem.list(app="me")][-1] == "cat"
+        assert [s["session_id"] for s in mem.list(app="me", newest_first=False)][-1] == "cat"
         stats = mem.stats("me")
         assert stats["apps"]["me"]["sessions"] == 7 and stats["apps"]["me"]["lexical_index"] == "complete"
         assert stats["file_bytes"] > 0

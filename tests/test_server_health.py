@@ -138,3 +138,27 @@ def test_a_writer_replacing_the_sampled_chunk_during_the_check_is_no_failure(tmp
     result = check_app_index(memory, "a")
     assert replaced and result["ok"], result
     memory.close()
+
+
+def test_a_newest_chunk_without_index_terms_is_no_failure(tmp_path):
+    """An app whose newest chunk has nothing BM25 can look for ("😀 ¿") is healthy."""
+    from vestige.health import check
+
+    with Memory(tmp_path / "emoji.sqlite", embedder="hash") as memory:
+        memory.add_fact("The quartz lighthouse keeper feeds herons.", app="a")
+        memory.add_fact("😀 ¿", app="a")
+        report = check(memory)
+        assert report.ok, report.lines
+        assert "no index term" in report.apps["a"]["lexical"]["note"]
+
+
+def test_keys_refuse_text_that_is_not_unicode(tmp_path):
+    from vestige.errors import InvalidInput
+    from vestige.keys import KeyStore
+    from vestige.store.sqlite import SQLiteStore
+
+    keys = KeyStore(SQLiteStore(tmp_path / "k.sqlite"))
+    with pytest.raises(InvalidInput):
+        keys.create("a", label="bad \udcff label")
+    with pytest.raises(InvalidInput):
+        keys.revoke("vst_\udcff")

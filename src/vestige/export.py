@@ -30,7 +30,7 @@ def items(memory: "Memory", app: str) -> Iterator[dict[str, Any]]:
     for kind in ("session", "fact"):
         offset = 0
         while True:
-            page = memory.list(app=app, kind=kind, limit=PAGE, offset=offset)
+            page = memory.list(app=app, kind=kind, limit=PAGE, offset=offset, newest_first=False)
             for summary in page:
                 yield memory.get(summary[f"{kind}_id"], app=app, kind=kind)
             if len(page) < PAGE:

@@ -160,7 +160,10 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
                 )
         except Exception as exc:
             out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
-    if sample.lexical:
+    if sample.lexical and not lexical.analyze(text):
+        # nothing in it BM25 could look for ("😀 ¿", a chunk of stopwords): no lexical check
+        out["lexical"] = {"ok": True, "note": "the sampled chunk has no index term"}
+    elif sample.lexical:
         start = time.perf_counter()
         try:
             ranking = memory.lexical.search(app, lexical.analyze(text), TOP, memory.settings.k1, memory.settings.b)
@@ -198,9 +201,29 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
         for channel in ("dense", "lexical"):
             if channel in result:
                 r = result[channel]
-                parts.append(f"{channel} " + (f"rank {r['rank']} in {r['ms']} ms" if r["ok"] else r.get("error", "failed")))
+                shown = (r.get("note") or f"rank {r['rank']} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
+                parts.append(f"{channel} {shown}")
         counts = memory.store.counts(app)
         summary = (f"{counts.sessions} sessions, {counts.facts} facts, {counts.chunks} chunks"
                    if counts else "empty")
         report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
+        _check_dense_index(memory, app, report)
     return report
+
+
+def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:
+    """The app's HNSW graph, when one serves it: its size, and its recall against exact."""
+    state = getattr(memory.dense, "state", None)
+    if state is None:
+        return
+    try:
+        info = state(app)
+        recall = memory.dense.recall(app)
+    except Exception as exc:  # a health check reports failures, it does not raise them
+        report.add(False, f"app {app!r}: dense index failed: {type(exc).__name__}: {exc}")
+        return
+    if recall is None:
+        report.add(True, f"app {app!r}: dense index exact scan (hnsw from {info['min_vectors']:,} chunks)")
+        return
+    report.add(recall >= 0.9, f"app {app!r}: dense index hnsw, {info['vectors']:,} vectors"
+               f"{', persisted' if info['persisted'] else ''}; recall@50 {recall:.3f} against exact on 20 samples")

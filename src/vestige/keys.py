@@ -13,9 +13,10 @@ import secrets
 from .dates import now_iso
 from .errors import KeyForbidden, KeyRefused, NotFound
 from .store.base import KeyRecord, Store
-from .write.validate import check_app
+from .write.validate import check_app, check_text
 
 KEY_PREFIX = "vst_"
+MAX_LABEL_CHARS = 256
 SHOWN_CHARS = 12  # "vst_" + 8 characters: enough to tell keys apart, useless to log in
 
 
@@ -32,6 +33,8 @@ class KeyStore:
     def create(self, app: str, label: str | None = None) -> tuple[str, KeyRecord]:
         """A new key for ``app``: (the key itself, shown only now; its stored description)."""
         app = check_app(app)
+        if label is not None:
+            label = check_text(label, "the key's label", max_chars=MAX_LABEL_CHARS)
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         return key, self.store.add_key(app, hash_key(key), key[:SHOWN_CHARS], label, now_iso())
 
@@ -62,7 +65,7 @@ class KeyStore:
 
     def revoke(self, key_or_id: str) -> KeyRecord:
         """Revoke a key given by its numeric id, its shown prefix, or the key itself."""
-        value = str(key_or_id).strip()
+        value = check_text(str(key_or_id), "the key or key id", max_chars=MAX_LABEL_CHARS).strip()
         if value.isdigit():
             found = self.store.find_keys(key_id=int(value))
         elif len(value) > SHOWN_CHARS:

@@ -28,11 +28,11 @@ from .read.search import Channels, Results, SearchSettings, run_search
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
 from .types import Chunk, Message
-from .vectors import DenseIndex, ExactDenseIndex
+from .vectors import DenseIndex, ExactDenseIndex, dense_index
 from .write.chunk import chunk_session
 from .write.plan import IndexPlan, get_plan
 from .write.validate import (
-    MAX_QUERY_CHARS, SessionInput, check_app, check_date, check_id, check_metadata, check_session, check_text,
+    MAX_QUERY_CHARS, FactInput, SessionInput, check_app, check_fact, check_date, check_id, check_metadata, check_session, check_text,
     check_unique, content_hash, shown,
 )
 
@@ -87,6 +87,7 @@ class Memory:
         floor: float | str | None = settings.FLOOR,
         create: bool = True,
         chunker: Chunker | None = None,
+        dense: str = "auto",
     ):
         self.store: Store = open_store(location, create=create)
         try:
@@ -107,7 +108,12 @@ class Memory:
         # A cache given as a path is this memory's to close; a cache object is the caller's.
         self._owns_cache = isinstance(embed_cache, (str, os.PathLike))
         self.cache = EmbeddingCache(embed_cache) if self._owns_cache else embed_cache
-        self.dense: DenseIndex = ExactDenseIndex(self.store)
+        # "exact" | "hnsw" | "auto" (vestige.vectors.dense_index): auto keeps small apps exact.
+        try:
+            self.dense: DenseIndex = dense_index(self.store, dense)
+        except BaseException:
+            self.store.close()
+            raise
         self.lexical = LexicalChannel(self.store)
         self.keys = KeyStore(self.store)
         self._owns_store = True
@@ -189,6 +195,7 @@ class Memory:
 
     def close(self) -> None:
         if self._owns_store:
+            self.dense.close()
             self.store.close()
         if self.cache is not None and self._owns_cache:
             self.cache.close()
@@ -244,8 +251,10 @@ class Memory:
         progress: Callable[[int], None] | None = None,
         expect: dict[tuple[str, str], str | None] | None = None,
         known: dict[str, np.ndarray] | None = None,
+        archive: bool = False,
     ) -> None:
-        """Embed every dense chunk in one pass, then store all items in one transaction."""
+        """Embed every dense chunk in one pass, then store all items in one transaction
+        (``archive``: the items replaced are kept as versions)."""
         texts = [c.dense_text for _, chunks in todo for c in chunks if c.dense]
         vectors = self._embed_int8(texts, progress, known)
         items, start = [], 0
@@ -253,7 +262,7 @@ class Memory:
             n_dense = sum(c.dense for c in chunks)
             items.append((item, self._index(chunks, vectors[start : start + n_dense])))
             start += n_dense
-        self.store.put_items(app, items, expect=expect)
+        self.store.put_items(app, items, expect=expect, archive=archive)
         if not self.index_lexical and items:
             self.store.mark_lexical_stale(app)
 
@@ -366,25 +375,45 @@ class Memory:
         metadata: dict[str, Any] | None = None,
     ) -> str:
         """Store a short standalone note; returns its id."""
+        report = self.add_facts([FactInput(text, fact_id, date, metadata)], app=app)
+        return (report.added or report.replaced or report.unchanged)[0]
+
+    def add_facts(self, facts: Iterable[FactInput], *, app: str = DEFAULT_APP) -> IngestReport:
+        """Validate every fact, then embed and store them in one transaction."""
         app = check_app(app)
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInput("a fact must be a non-empty string")
-        text = check_text(text, "the fact")
-        fact_id = check_id(fact_id, "fact id") if fact_id is not None else None
-        date = check_date(date) or now_iso()
-        metadata = check_metadata(metadata)
-        digest = content_hash({"text": text, "date": date, "metadata": metadata})
-        fact_id = fact_id if fact_id is not None else digest[:16]
-        if self.store.content_hashes(app, "fact", [fact_id]).get(fact_id) == digest:
-            return fact_id
-        item = Item("fact", fact_id, date, digest, metadata, text=text)
-        self._write(app, [(item, self._chunks_of(item))])
-        return fact_id
+        if isinstance(facts, (str, bytes, dict, FactInput)) or not isinstance(facts, Iterable):
+            raise InvalidInput(f"facts must be a list of facts, got {type(facts).__name__}")
+        checked = [self._check_fact(f) for f in facts]
+        check_unique((item.external_id for item in checked), "fact id")
+        stored = self.store.content_hashes(app, "fact", [item.external_id for item in checked])
+        report = IngestReport([], [], [], 0)
+        todo = []
+        for item in checked:
+            if stored.get(item.external_id) == item.content_hash:
+                report.unchanged.append(item.external_id)
+                continue
+            (report.replaced if item.external_id in stored else report.added).append(item.external_id)
+            todo.append((item, self._chunks_of(item)))
+        report.chunks = len(todo)
+        self._write(app, todo)
+        return report
+
+    @staticmethod
+    def _check_fact(fact: FactInput) -> Item:
+        fact_id, date, text, metadata, digest = check_fact(fact, "fact")
+        return Item("fact", fact_id, date, digest, metadata, text=text)
 
     # -- reading --------------------------------------------------------------------------
 
-    def _channels(self) -> Channels:
-        return Channels(self.store, self.dense, self.lexical, self.embedder)
+    def _channels(self, where: dict[str, Any] | None = None, app: str = DEFAULT_APP) -> Channels:
+        if where is None:
+            return Channels(self.store, self.dense, self.lexical, self.embedder)
+        # The filter runs in the store; the dense scan for it is exact (vestige.read.search).
+        exact = self.dense if isinstance(self.dense, ExactDenseIndex) else getattr(self.dense, "exact", None)
+        if not isinstance(exact, ExactDenseIndex):
+            exact = self._filtered_dense = getattr(self, "_filtered_dense", None) or ExactDenseIndex(self.store)
+        return Channels(self.store, self.dense, self.lexical, self.embedder,
+                        allowed=self.store.chunk_ids_where(app, where), filtered_dense=exact)
 
     def search(
         self,
@@ -395,12 +424,15 @@ class Memory:
         previous: str | None = None,
         rerank: bool = True,
         now: Any = None,
+        where: dict[str, Any] | None = None,
     ) -> Results:
         """The k most relevant chunks, best first, each explaining its rank in every channel.
 
         ``previous``: the previous turn, for a follow-up question. ``rerank=False`` skips the
         second stage (cheaper, e.g. when building context for every prompt). ``now``: when
         the question is asked (default: the current time), to resolve "last Sunday" and such.
+        ``where``: only items whose metadata has each of these top-level keys equal to the value
+        (``{"source": "chat"}``), filtered inside the store before either channel is cut.
         """
         app = check_app(app)
         if isinstance(query, str) and not query.strip():
@@ -408,16 +440,22 @@ class Memory:
         query = check_text(query, "the query", max_chars=MAX_QUERY_CHARS)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_SEARCH_K:
             raise InvalidInput(f"k must be a positive integer up to {MAX_SEARCH_K:,}, got {shown(k)}")
-        if previous is not None and not (isinstance(previous, str) and not previous.strip()):
+        if isinstance(previous, str) and not previous.strip():
+            previous = None  # an empty previous turn is no previous turn
+        elif previous is not None:
             previous = check_text(previous, "previous", max_chars=MAX_QUERY_CHARS)
         if not isinstance(rerank, bool):
             raise InvalidInput(f"rerank must be True or False, got {shown(rerank)}")
         when = check_date(now, "now")
+        if where is not None:
+            if not isinstance(where, dict) or not where:
+                raise InvalidInput(f"where must be a non-empty object of metadata keys and values, got {shown(where)}")
+            where = check_metadata(where, "where")
         self._require_app(app)
         reranker = self.reranker if rerank else None
         # Stored dates are compared as wall-clock times (vestige.rerank.evidence): so is now.
         moment = datetime.fromisoformat(when).replace(tzinfo=None) if when else datetime.now()
-        return run_search(self._channels(), app, query, k, self.settings, previous, reranker, moment)
+        return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment)
 
     def context(
         self,
@@ -471,8 +509,10 @@ class Memory:
                 return found.to_dict()
         raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
 
-    def list(self, *, app: str = DEFAULT_APP, kind: str = "session", limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
-        """Ids and dates of one kind of item, in the order they were stored; paged."""
+    def list(self, *, app: str = DEFAULT_APP, kind: str = "session", limit: int = 50, offset: int = 0,
+             newest_first: bool = True) -> list[dict[str, Any]]:
+        """Ids and dates of one kind of item, newest first (``newest_first=False``: in the order
+        they were stored); paged."""
         app = check_app(app)
         if not isinstance(kind, str):  # one kind: None (every kind) does not page
             raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, got {shown(kind)}")
@@ -480,7 +520,9 @@ class Memory:
         for name, value in (("limit", limit), ("offset", offset)):
             if not isinstance(value, int) or isinstance(value, bool) or not (1 if name == "limit" else 0) <= value < 2**62:
                 raise InvalidInput(f"{name} must be an integer >= {1 if name == 'limit' else 0}, got {shown(value)}")
-        return [s.to_dict() for s in self.store.list_items(app, kind, limit, offset)]
+        if not isinstance(newest_first, bool):
+            raise InvalidInput(f"newest_first must be True or False, got {shown(newest_first)}")
+        return [s.to_dict() for s in self.store.list_items(app, kind, limit, offset, newest_first=newest_first)]
 
     def export(self, *, app: str = DEFAULT_APP) -> Iterator[dict[str, Any]]:
         """Every item of the app, whole, in storage order (sessions, then facts): the records
@@ -490,6 +532,67 @@ class Memory:
         app = check_app(app)
         self._require_app(app)
         return items(self, app)
+
+    def update(
+        self,
+        item_id: str,
+        *,
+        app: str = DEFAULT_APP,
+        kind: str | None = None,
+        text: str | None = None,
+        messages: list[Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        date: Any = None,
+    ) -> IngestReport:
+        """Change a stored item and keep its previous version (``history``): a fact's ``text``, a
+        session's ``messages``, either one's ``metadata`` or ``date`` (None keeps the current one).
+        Atomic: the write lands only if the item is still what was read."""
+        app = check_app(app)
+        item_id = check_id(item_id, "item id")
+        for each in self._kinds(kind):
+            current = self.store.get_item(app, each, item_id)
+            if current is not None:
+                break
+        else:
+            raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
+        if (text is not None) == (current.kind == "session") and (text is not None or messages is not None):
+            what = "text" if current.kind == "fact" else "messages"
+            raise InvalidInput(f"{current.kind} {item_id!r} is changed with {what}=, not "
+                               f"{'messages' if what == 'text' else 'text'}=")
+        new_meta = current.metadata if metadata is None else metadata
+        new_date = current.date if date is None else date
+        if current.kind == "fact":
+            _, when, body, meta, digest = check_fact(FactInput(current.text if text is None else text, item_id,
+                                                               new_date, new_meta), "update")
+            item = Item("fact", item_id, when, digest, meta, text=body)
+        else:
+            old = [dict(m.__dict__) for m in current.messages]
+            _, when, checked, meta, digest = check_session(
+                SessionInput(old if messages is None else messages, item_id, new_date, new_meta), "update")
+            item = Item("session", item_id, when or now_iso(), digest, meta, tuple(checked))
+        report = IngestReport([], [], [], 0)
+        if digest == current.content_hash:
+            report.unchanged.append(item_id)
+            return report
+        chunks = self._chunks_of(item)
+        try:
+            self._write(app, [(item, chunks)], expect={(item.kind, item_id): current.content_hash}, archive=True)
+        except Conflict:
+            raise ConcurrentUpdate(f"{item.kind} {item_id!r} of app {app!r} changed while it was updated; "
+                                   "read it again and retry") from None
+        report.replaced.append(item_id)
+        report.chunks = len(chunks)
+        return report
+
+    def history(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> list[dict[str, Any]]:
+        """The previous versions ``update`` kept of an item, oldest first, each with
+        ``replaced_at`` (the current version is ``get``)."""
+        app = check_app(app)
+        item_id = check_id(item_id, "item id")
+        for each in self._kinds(kind):
+            if self.store.get_item(app, each, item_id) is not None:
+                return [v.to_dict() for v in self.store.item_history(app, each, item_id)]
+        raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
 
     def delete(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> None:
         """Delete a session or fact with its chunks, vectors and index postings."""
@@ -539,7 +642,9 @@ class Memory:
         return out
 
     def reindex(self, app: str) -> int:
-        """Rebuild an app's lexical index from its stored text."""
+        """Rebuild an app's lexical index from its stored text (and its dense graph, if any)."""
         app = check_app(app)
         self._require_app(app)
-        return self.store.rebuild_lexical(app)
+        indexed = self.store.rebuild_lexical(app)
+        self.dense.rebuild(app)
+        return indexed

@@ -55,9 +55,22 @@ class Hit:
     app: str | None = None
     first_turn: int | None = None  # the turns of its session the chunk covers
     last_turn: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # its session's or fact's
+
+    @property
+    def id(self) -> str | None:
+        """The item's one id: the fact's, else the session's (what get, update, delete take)."""
+        return self.fact_id if self.fact_id is not None else self.session_id
+
+    @property
+    def title(self) -> str | None:
+        """The session's title, when its metadata has one (importers keep it there)."""
+        value = self.metadata.get("title")
+        return value if isinstance(value, str) else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "chunk_id": self.chunk_id,
             "session_id": self.session_id,
             "fact_id": self.fact_id,
@@ -72,4 +85,6 @@ class Hit:
             "app": self.app,
             "first_turn": self.first_turn,
             "last_turn": self.last_turn,
+            "title": self.title,
+            "metadata": dict(self.metadata),
         }

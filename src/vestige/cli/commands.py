@@ -48,7 +48,7 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     """
     from ..importers import read_all
     from ..memory import IngestReport
-    from ..write.validate import check_session, check_unique
+    from ..write.validate import check_fact, check_session, check_unique
 
     imported = read_all(path, format_name, limit)
     fmt, sessions = imported.format, imported.sessions
@@ -57,6 +57,8 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     # Validate everything before storing anything; ids must be unique across the whole input,
     # not just within one batch.
     check_unique((check_session(s, where)[0] for s, where in zip(sessions, imported.where)), f"{shown_path}: session id")
+    check_unique((check_fact(f, f"{shown_path} fact {n}")[0] for n, f in enumerate(imported.facts, 1)),
+                 f"{shown_path}: fact id")
     for skipped in imported.skipped:
         click.echo(f"skipped {skipped}", err=True)
     memory = open_memory(db, embedder, plan=plan, create=True)
@@ -67,19 +69,24 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
             part = sessions[offset : offset + batch]
             report.merge(memory.add_sessions(part, app=app))
             bar.update(len(part))
+    facts = memory.add_facts(imported.facts, app=app) if imported.facts else None
     elapsed = time.perf_counter() - start
     location = memory.store.location
     memory.close()
     if as_json:
         click.echo(json.dumps({"path": shown_path, "format": fmt, "app": app, "database": location,
                                "added": report.added, "replaced": report.replaced, "unchanged": report.unchanged,
-                               "chunks": report.chunks, "seconds": round(elapsed, 2)}, indent=2, ensure_ascii=False))
+                               "chunks": report.chunks, "seconds": round(elapsed, 2),
+                               "facts": facts.__dict__ if facts else None}, indent=2, ensure_ascii=False))
         return
     click.echo(
         f"{shown_path}: {len(report.added)} sessions added, {len(report.replaced)} replaced, "
         f"{len(report.unchanged)} unchanged; {report.chunks} chunks indexed in {elapsed:.1f}s "
         f"(app {app!r}, {location})"
     )
+    if facts:
+        click.echo(f"{shown_path}: {len(facts.added)} facts added, {len(facts.replaced)} replaced, "
+                   f"{len(facts.unchanged)} unchanged")
     if len(sessions) == 1 and report.added:  # an id the user did not choose (a content hash): show it
         click.echo(f"session id: {report.added[0]}")
 
@@ -92,15 +99,19 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
 @click.option("-k", "k", type=click.IntRange(min=1), default=settings.CLI_K, show_default=True, help="Number of results.")
 @click.option("--previous", help="The previous turn, for a follow-up question.")
 @click.option("--now", help="When the question is asked (ISO date; default: now), for 'last Sunday' and such.")
+@click.option("--where", help='Only items whose metadata matches this JSON object, e.g. \'{"source": "chat"}\'.')
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON list.")
 @fail_cleanly
 def search(
     query: str, db: str | None, app: str, embedder: str | None, k: int, previous: str | None, now: str | None,
-    as_json: bool,
+    where: str | None, as_json: bool,
 ) -> None:
     """Search memory; each hit shows its rank in the dense and lexical channels."""
+    from .items import json_object
+
+    filters = json_object(where, "--where") if where else None
     memory = open_memory(db, embedder)
-    hits = memory.search(query, app=app, k=k, previous=previous, now=now)
+    hits = memory.search(query, app=app, k=k, previous=previous, now=now, where=filters)
     for note in hits.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:
@@ -111,6 +122,8 @@ def search(
     for n, hit in enumerate(hits, start=1):
         ranks = ", ".join(f"{ch} #{r}" if r else f"{ch} -" for ch, r in hit.ranks.items())
         source = hit.session_id or f"fact {hit.fact_id}"
+        if hit.title:
+            source += f" \"{hit.title}\""
         click.echo(f"{n}. [{hit.date or 'undated'}] {source}  ({ranks}; score {hit.score:.4f})")
         click.echo(f"   {_snippet(hit.text, query)}")
 

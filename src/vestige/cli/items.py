@@ -23,12 +23,12 @@ from .options import app_option, db_option, embedder_option, fail_cleanly, open_
 def add(text: str, db: str | None, app: str, embedder: str | None, fact_id: str | None, date: str | None,
         metadata: str | None) -> None:
     """Remember one fact (a short self-contained statement); prints its id."""
-    meta = _json_object(metadata, "--metadata") if metadata else None
+    meta = json_object(metadata, "--metadata") if metadata else None
     with open_memory(db, embedder, create=True) as memory:
         click.echo(memory.add_fact(text, app=app, fact_id=fact_id, date=date, metadata=meta))
 
 
-def _json_object(text: str, option: str) -> dict:
+def json_object(text: str, option: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -45,14 +45,15 @@ def _json_object(text: str, option: str) -> dict:
               help="Which items to list.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Page size.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Items to skip.")
+@click.option("--oldest-first", is_flag=True, help="In the order they were stored instead of newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @fail_cleanly
-def list_items(db: str | None, app: str, kind: str, limit: int, offset: int, as_json: bool) -> None:
-    """List the ids and dates of stored sessions or facts, in the order they were stored."""
+def list_items(db: str | None, app: str, kind: str, limit: int, offset: int, oldest_first: bool, as_json: bool) -> None:
+    """List the ids and dates of stored sessions or facts, newest first (--oldest-first: in the order stored)."""
     with open_memory(db) as memory:
         if app not in memory.apps():  # an unknown app is an error, not an empty list
             raise UnknownApp(f"app {app!r} holds no memory in {memory.store.location}")
-        found = memory.list(app=app, kind=kind, limit=limit, offset=offset)
+        found = memory.list(app=app, kind=kind, limit=limit, offset=offset, newest_first=not oldest_first)
     if as_json:
         click.echo(json.dumps(found, indent=2, ensure_ascii=False))
         return
@@ -108,4 +109,44 @@ def export(db: str | None, app: str, fmt: str, out: str | None) -> None:
         click.echo(f"exported {n} items of app {app!r}" + (f" to {out}" if out else ""), err=True)
 
 
-commands = [add, list_items, show, export]
+@click.command()
+@click.argument("item_id")
+@db_option
+@app_option
+@click.option("--text", help="A fact's new text.")
+@click.option("--date", help="The new date (ISO 8601).")
+@click.option("--metadata", help="The new metadata, a whole JSON object.")
+@fail_cleanly
+def update(item_id: str, db: str | None, app: str, text: str | None, date: str | None, metadata: str | None) -> None:
+    """Change a fact's text, or an item's date or metadata; the previous version is kept (see history)."""
+    meta = json_object(metadata, "--metadata") if metadata else None
+    if text is None and date is None and meta is None:
+        raise click.UsageError("give --text, --date or --metadata")
+    with open_memory(db) as memory:
+        report = memory.update(item_id, app=app, text=text, date=date, metadata=meta)
+    click.echo(f"{item_id}: {'unchanged' if report.unchanged else 'updated (the previous version is kept)'}")
+
+
+@click.command()
+@click.argument("item_id")
+@db_option
+@app_option
+@click.option("--json", "as_json", is_flag=True, help="Print the versions as JSON.")
+@fail_cleanly
+def history(item_id: str, db: str | None, app: str, as_json: bool) -> None:
+    """Show the previous versions of an item that updates kept, oldest first."""
+    with open_memory(db) as memory:
+        versions = memory.history(item_id, app=app)
+    if as_json:
+        click.echo(json.dumps(versions, indent=2, ensure_ascii=False))
+        return
+    if not versions:
+        click.echo(f"{item_id} has no previous versions", err=True)
+    from ..export import markdown_of
+
+    for version in versions:
+        click.echo(f"--- replaced {version.pop('replaced_at')}")
+        click.echo(markdown_of(version).rstrip())
+
+
+commands = [add, list_items, show, update, history, export]

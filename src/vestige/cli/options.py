@@ -15,7 +15,8 @@ from .. import settings
 from ..config import default_db_path, lexical_fusion_enabled
 from ..errors import VestigeError
 
-DB_HELP = "Database file (default: $VESTIGE_DB, else ~/.local/share/vestige/memory.sqlite)."
+DB_HELP = ("Database file or postgresql:// URL (default: $VESTIGE_DB, else "
+           "~/.local/share/vestige/memory.sqlite).")
 
 db_option = click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
 app_option = click.option("--app", default=settings.DEFAULT_APP, show_default=True, help="App (isolation unit) to use.")

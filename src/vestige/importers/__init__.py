@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidInput
-from ..write.validate import SessionInput
+from ..write.validate import FactInput, SessionInput
 from . import chatgpt, claude_ai, claude_code, locomo, longmemeval, markdown, openai, sessions
 from .base import STDIN, Importer, Source, shape_error
 
@@ -48,6 +48,7 @@ class Imported:
     sessions: list[SessionInput] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    facts: list[FactInput] = field(default_factory=list)  # records of kind "fact" (vestige's export)
 
 
 def detect(source: Source) -> Importer:
@@ -156,9 +157,12 @@ def read_all(path: str | Path, format: str | None = None, limit: int | None = No
 
 
 def _collect(out: Imported, source: Source, imp: Importer, limit: int | None) -> None:
-    found = _read(source, imp, limit)
-    out.sessions.extend(found)
-    out.where.extend(f"{source.name} {imp.unit} {n}" for n in range(1, len(found) + 1))
+    for n, found in enumerate(_read(source, imp, limit), start=1):
+        if isinstance(found, FactInput):
+            out.facts.append(found)
+            continue
+        out.sessions.append(found)
+        out.where.append(f"{source.name} {imp.unit} {n}")
 
 
 def read_sessions(

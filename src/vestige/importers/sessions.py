@@ -1,7 +1,8 @@
 """vestige's own sessions: JSONL (one per line), a JSON list, ``{"sessions": [...]}`` or one object.
 
 Each record is ``{"session_id" (or "id"), "date", "metadata", "messages": [{"role", "content",
-"time"}]}``. Messages are handed on exactly as written: validation (roles user, assistant,
+"time"}]}``; a record ``{"kind": "fact", "fact_id", "text", "date", "metadata"}`` is a fact (what
+``vestige export`` writes for facts). Messages are handed on exactly as written: validation (roles user, assistant,
 system, tool; non-empty string content) happens before anything is stored, and a bad record is
 named (``record 3 (session 'x') message 2: unknown role 'bot'``).
 """
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InvalidInput
-from ..write.validate import SessionInput
+from ..write.validate import FactInput, SessionInput
 from .base import JSON_SUFFIXES, Source, limited, record_shape
 
 
@@ -29,6 +30,14 @@ def session_from_record(record: Any, where: str, messages: Any = None) -> Sessio
     return SessionInput(messages, None if sid is None else sid, record.get("date"), {} if meta is None else meta)
 
 
+def fact_from_record(record: dict[str, Any], where: str) -> FactInput:
+    if "text" not in record:
+        raise InvalidInput(f"{where}: a fact record needs a 'text'")
+    meta = record.get("metadata")
+    return FactInput(record["text"], record.get("fact_id", record.get("id")), record.get("date"),
+                     {} if meta is None else meta)
+
+
 class SessionsImporter:
     name = "sessions"
     title = "vestige sessions, JSON or JSONL"
@@ -38,13 +47,18 @@ class SessionsImporter:
     def detect(self, source: Source, *, forced: bool = False) -> bool | str:
         if (why := record_shape(source)) is not None:
             return why
-        if "messages" not in source.records[0]:
+        first = source.records[0]
+        if "messages" not in first and first.get("kind") != "fact":
             return "missing field 'messages' in record 1"
         return True
 
-    def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
+    def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput | FactInput]:
         for number, record in enumerate(limited(source.require_records(), limit), start=1):
-            yield session_from_record(record, f"{source.name} record {number}")
+            where = f"{source.name} record {number}"
+            if isinstance(record, dict) and record.get("kind") == "fact":
+                yield fact_from_record(record, where)
+            else:
+                yield session_from_record(record, where)
 
 
 IMPORTER = SessionsImporter()

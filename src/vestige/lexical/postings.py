@@ -38,18 +38,74 @@ def block_of(chunk_id: int) -> tuple[int, int]:
 
 def add(blocks: PostingBlocks, chunks: Sequence[tuple[int, Sequence[str]]]) -> None:
     """Index chunks (ascending ids, each with its analyzed terms): appends keep blocks sorted."""
-    if not chunks:
-        return
-    counts = [(chunk_id, Counter(terms)) for chunk_id, terms in chunks]
-    term_ids = blocks.term_ids({t for _, c in counts for t in c}, create=True)
-    grouped: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for chunk_id, counter in counts:
-        block, offset = block_of(chunk_id)
-        for term, tf in counter.items():
-            grouped[(term_ids[term], block)].append((offset, min(tf, MAX_TF)))
-    existing = blocks.read_blocks(list(grouped))
-    blocks.write_blocks({key: existing.get(key, b"") + pack(pairs) for key, pairs in grouped.items()})
-    blocks.add_stats(len(chunks), sum(sum(c.values()) for _, c in counts))
+    batch = Batch(blocks)
+    batch.add(chunks)
+    batch.flush()
+
+
+class Batch:
+    """Several ``add`` calls with one read and one write of the blocks they touch, at ``flush``.
+
+    Term ids are assigned at each ``add``, in call order: exactly the ids separate ``add`` calls
+    assign (BM25 sums terms in ascending term id, so the scores stay the same to the bit), and
+    the blocks end up byte for byte the same. Chunk ids must ascend across the calls. Flush
+    before anything reads the blocks or the statistics (``remove``): until then they lag."""
+
+    def __init__(self, blocks: PostingBlocks):
+        self.blocks = blocks
+        self.n_docs = 0
+        self.total_len = 0
+        # Terms whose id this batch already knows (they exist: asking again creates nothing).
+        self.known: dict[str, int] = {}
+        # One entry per (chunk, distinct term), in chunk id order.
+        self._terms: list[int] = []
+        self._chunks: list[int] = []
+        self._tfs: list[int] = []
+
+    def add(self, chunks: Sequence[tuple[int, Sequence[str]]]) -> None:
+        if not chunks:
+            return
+        counts = [(chunk_id, Counter(terms)) for chunk_id, terms in chunks]
+        known = self.known
+        unknown = {t for _, c in counts for t in c if t not in known}
+        if unknown:
+            known.update(self.blocks.term_ids(unknown, create=True))
+        for chunk_id, counter in counts:
+            self._terms.extend([known[t] for t in counter])
+            self._tfs.extend(counter.values())
+            self._chunks.extend([chunk_id] * len(counter))
+            self.total_len += counter.total()
+        self.n_docs += len(chunks)
+
+    def flush(self) -> None:
+        if not self.n_docs:
+            return
+        if not self._terms:  # chunks of stopwords only: counted, no posting to write
+            self.blocks.add_stats(self.n_docs, self.total_len)
+            self.n_docs = self.total_len = 0
+            return
+        terms = np.asarray(self._terms, dtype=np.int64)
+        chunks = np.asarray(self._chunks, dtype=np.int64)
+        blocks_of = chunks >> BLOCK_BITS
+        # Group by (term, block), keeping chunk id order inside each group (a stable sort).
+        key = (terms << 32) | blocks_of
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        pairs = np.empty((len(order), 2), dtype="<u2")
+        pairs[:, 0] = (chunks & (BLOCK_SIZE - 1))[order]
+        pairs[:, 1] = np.minimum(np.asarray(self._tfs, dtype=np.int64), MAX_TF)[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        ends = np.r_[starts[1:], len(key)]
+        packed = pairs.tobytes()
+        grouped = {
+            (int(k >> 32), int(k & 0xFFFFFFFF)): packed[4 * s : 4 * e]
+            for k, s, e in zip(key[starts].tolist(), starts.tolist(), ends.tolist())
+        }
+        existing = self.blocks.read_blocks(list(grouped))
+        self.blocks.write_blocks({k: existing.get(k, b"") + data for k, data in grouped.items()})
+        self.blocks.add_stats(self.n_docs, self.total_len)
+        self._terms, self._chunks, self._tfs = [], [], []
+        self.n_docs = self.total_len = 0
 
 
 def remove(blocks: PostingBlocks, chunks: Sequence[tuple[int, str, int]]) -> None:

@@ -11,13 +11,15 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from .. import lexical, settings
 from ..embed.base import Embedder
 from ..lexical import LexicalChannel
 from ..rerank.base import LazyReranker, Reranker
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
-from ..vectors import DenseIndex
+from ..vectors import DenseIndex, ExactDenseIndex
 from .fusion import rrf
 
 log = logging.getLogger("vestige")
@@ -52,6 +54,11 @@ class Channels:
     dense: DenseIndex
     lexical: LexicalChannel
     embedder: Embedder
+    # The chunks a metadata filter allows (ascending ids), or None for all. A filtered search
+    # scans exactly (``filtered_dense``): an approximate graph cannot promise depth rows of a
+    # filter it was not built for.
+    allowed: np.ndarray | None = None
+    filtered_dense: ExactDenseIndex | None = None
 
 
 def run_search(
@@ -74,7 +81,11 @@ def run_search(
     # The second stage may lift any of the top rerank_depth candidates into the budget.
     pool = max(k, settings.rerank_depth) if reranker is not None and settings.lexical else k
     pool *= 2  # room for the duplicates merged below
-    dense = channels.dense.search(app, query_vectors, depth)
+    if channels.allowed is None:
+        dense = channels.dense.search(app, query_vectors, depth)
+    else:
+        assert channels.filtered_dense is not None
+        dense = channels.filtered_dense.search(app, query_vectors, depth, allowed=channels.allowed)
     notes: list[str] = []
     best_cosine = dense[0][1] if dense else None
     # An absolute floor can say "nothing": RRF scores carry only ranks, so it reads the cosine.
@@ -88,7 +99,8 @@ def run_search(
         if previous:
             terms += lexical.analyze(previous)
         try:
-            lexical_ranking = channels.lexical.search(app, terms, depth, settings.k1, settings.b)
+            lexical_ranking = channels.lexical.search(app, terms, depth, settings.k1, settings.b,
+                                                      allowed=channels.allowed)
         except LexicalUnavailable as exc:
             note = f"lexical channel off, searching by vectors only: {exc}"
             log.warning(note)
@@ -146,6 +158,7 @@ def _hit(
         app=app,
         first_turn=row.first_turn,
         last_turn=row.last_turn,
+        metadata=dict(row.metadata),
     )
 
 

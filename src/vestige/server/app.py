@@ -27,7 +27,7 @@ from ..errors import InvalidInput, UnknownApp, VestigeError
 from ..health import check
 from ..memory import Memory
 from ..store.sqlite.connection import translate
-from ..write.validate import SessionInput, check_json, check_metadata
+from ..write.validate import FactInput, SessionInput, check_json, check_metadata
 
 log = logging.getLogger("vestige.server")
 
@@ -100,6 +100,33 @@ class SearchIn(Strict):
     query: str = Field(min_length=1, max_length=MAX_QUERY)
     k: int = Field(default=settings.HTTP_K, ge=1, le=MAX_K)
     previous: str | None = Field(default=None, max_length=MAX_QUERY, description="The previous turn, for a follow-up.")
+    where: dict[str, Any] | None = Field(
+        default=None, description='Only items whose metadata has these top-level keys equal to these values, e.g. {"source": "chat"}.')
+
+    _where = field_validator("where")(lambda v: v if v is None else _check_metadata(v))
+
+
+class FactUpdateIn(Strict):
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT, description="The new text (default: kept).")
+    date: str | None = Field(default=None, max_length=64, description="The new date (default: kept).")
+    metadata: dict[str, Any] | None = Field(default=None, description="The new metadata, whole (default: kept).")
+
+    _metadata = field_validator("metadata")(lambda v: v if v is None else _check_metadata(v))
+
+
+class VersionOut(BaseModel):
+    replaced_at: str
+    kind: Literal["session", "fact"]
+    session_id: str | None = None
+    fact_id: str | None = None
+    date: str | None
+    metadata: dict[str, Any]
+    text: str | None = None
+    messages: list[dict[str, Any]] | None = None
+
+
+class HistoryOut(BaseModel):
+    versions: list[VersionOut] = Field(description="Previous versions kept by updates, oldest first.")
 
 
 class ChatMessage(BaseModel):
@@ -160,6 +187,9 @@ class HitOut(BaseModel):
     app: str | None
     first_turn: int | None = None
     last_turn: int | None = None
+    id: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class SearchOut(BaseModel):
@@ -571,8 +601,24 @@ def create_app(
         """Store a short standalone note (a fact about the user, a preference, a decision)."""
         if not body.text.strip():
             raise InvalidInput("a fact must be a non-empty string")
-        fact_id = memory.add_fact(body.text, app=app, fact_id=body.fact_id, date=body.date, metadata=body.metadata)
-        return StoredOut(id=fact_id, status="added", chunks=1)
+        report = memory.add_facts([FactInput(body.text, body.fact_id, body.date, body.metadata)], app=app)
+        return stored(report)  # an identical fact posted again is "unchanged", as a session is
+
+    @api.patch(f"{prefix}/facts/{{fact_id}}", response_model=StoredOut, responses=ERRORS, tags=["write"])
+    def update_fact(app: App, fact_id: Annotated[str, Path(min_length=1, max_length=256)], body: FactUpdateIn) -> StoredOut:
+        """Change a fact's text, date or metadata; the previous version is kept (`.../history`)."""
+        return stored(memory.update(fact_id, app=app, kind="fact", text=body.text, date=body.date,
+                                    metadata=body.metadata))
+
+    @api.get(f"{prefix}/facts/{{fact_id}}/history", response_model=HistoryOut, responses=ERRORS, tags=["read"])
+    def fact_history(app: App, fact_id: Annotated[str, Path(min_length=1, max_length=256)]) -> HistoryOut:
+        """The previous versions of a fact that updates kept, oldest first."""
+        return HistoryOut(versions=[VersionOut(**v) for v in memory.history(fact_id, app=app, kind="fact")])
+
+    @api.get(f"{prefix}/sessions/{{session_id}}/history", response_model=HistoryOut, responses=ERRORS, tags=["read"])
+    def session_history(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)]) -> HistoryOut:
+        """The previous versions of a session that updates kept, oldest first."""
+        return HistoryOut(versions=[VersionOut(**v) for v in memory.history(session_id, app=app, kind="session")])
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -583,7 +629,7 @@ def create_app(
             raise InvalidInput("the query is empty")
         if app not in memory.apps():
             return SearchOut(hits=[], notes=[f"app {app!r} holds no memory yet"])
-        results = memory.search(body.query, app=app, k=body.k, previous=body.previous or None)
+        results = memory.search(body.query, app=app, k=body.k, previous=body.previous or None, where=body.where)
         return SearchOut(hits=[HitOut(**h.to_dict()) for h in results], notes=results.notes)
 
     @api.post(f"{prefix}/context", response_model=ContextOut, responses=ERRORS, tags=["read"])
@@ -613,12 +659,12 @@ def create_app(
     @api.get(f"{prefix}/sessions", response_model=ListOut, responses=ERRORS, tags=["read"])
     def list_sessions(app: App, limit: Limit = 50, offset: Offset = 0) -> ListOut:
         """Session ids and dates, in the order they were stored; page with `limit` and `offset`."""
-        return _page(memory.list(app=app, kind="session", limit=limit + 1, offset=offset), limit, offset)
+        return _page(memory.list(app=app, kind="session", limit=limit + 1, offset=offset, newest_first=False), limit, offset)
 
     @api.get(f"{prefix}/facts", response_model=ListOut, responses=ERRORS, tags=["read"])
     def list_facts(app: App, limit: Limit = 50, offset: Offset = 0) -> ListOut:
         """Fact ids and dates, in the order they were stored; page with `limit` and `offset`."""
-        return _page(memory.list(app=app, kind="fact", limit=limit + 1, offset=offset), limit, offset)
+        return _page(memory.list(app=app, kind="fact", limit=limit + 1, offset=offset, newest_first=False), limit, offset)
 
     @api.get(f"{prefix}/sessions/{{session_id}}", response_model=ItemOut, responses=ERRORS, tags=["read"])
     def get_session(app: App, session_id: Annotated[str, Path(min_length=1, max_length=256)]) -> ItemOut:

@@ -90,7 +90,7 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
     @server.tool(annotations=ToolAnnotations(title="List memories", read_only_hint=True))
     @answers_errors
     def memories(kind: str = "fact", limit: int = 20, offset: int = 0) -> str:
-        """List what is stored, newest last: `kind` "fact" (the notes `remember` stored) or "session" (whole conversations), `limit` 1 to 100 per page, `offset` to page on. Each line is an id and a date; `show` reads one, `forget` deletes one."""
+        """List what is stored, newest first: `kind` "fact" (the notes `remember` stored) or "session" (whole conversations), `limit` 1 to 100 per page, `offset` to page on. Each line is an id and a date; `show` reads one, `forget` deletes one."""
         limit = max(1, min(int(limit), 100))
         if app not in memory.apps():
             return "Nothing stored yet."

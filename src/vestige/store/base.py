@@ -88,6 +88,18 @@ class ChunkRow:
     position: int
     first_turn: int
     last_turn: int
+    metadata: dict[str, Any] = field(default_factory=dict)  # the item's (a session's title...)
+
+
+@dataclass(frozen=True)
+class ItemVersion:
+    """A previous version of an item, kept when ``Memory.update`` replaced it."""
+
+    replaced_at: str
+    item: Item
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"replaced_at": self.replaced_at, **self.item.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -262,11 +274,13 @@ class Store(ABC):
         items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
         *,
         expect: Mapping[tuple[str, str], str | None] | None = None,
+        archive: bool = False,
     ) -> None:
         """Store items with their chunks, vectors and postings in one transaction, replacing any
         with the same (kind, id). ``expect``: (kind, id) -> the content hash the caller read (None:
         absent); if any differs now, nothing is written and ``Conflict`` is raised (an atomic
-        read-modify-write across processes)."""
+        read-modify-write across processes). ``archive``: keep each replaced item's record as a
+        version (``item_history``); deleting the item deletes its versions."""
 
     @abstractmethod
     def delete_item(self, app: str, kind: str, external_id: str) -> bool:
@@ -276,9 +290,19 @@ class Store(ABC):
     def get_item(self, app: str, kind: str, external_id: str) -> Item | None: ...
 
     @abstractmethod
-    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+    def list_items(self, app: str, kind: str, limit: int, offset: int, *, newest_first: bool = False) -> list[ItemSummary]:
         """Items of one kind in the order they were last stored (a replace moves an item to
-        the end), paged."""
+        the end), or that order reversed, paged."""
+
+    @abstractmethod
+    def item_history(self, app: str, kind: str, external_id: str) -> list[ItemVersion]:
+        """The kept previous versions of an item, oldest first (empty when none)."""
+
+    @abstractmethod
+    def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:
+        """Ascending ids of the app's chunks whose item's metadata has every key of ``where``
+        equal to its value (top-level keys; values compared as JSON): the filter of a search
+        runs inside the store, before any ranking is cut."""
 
     @abstractmethod
     def counts(self, app: str) -> AppCounts | None: ...

@@ -19,3 +19,10 @@ class DenseIndex(ABC):
 
     def forget(self, app: str) -> None:
         """Drop anything cached for the app (it was deleted)."""
+
+    def rebuild(self, app: str) -> int | None:
+        """Rebuild any derived index of the app from the store (``vestige reindex``)."""
+        return None
+
+    def close(self) -> None:
+        """Persist what is worth keeping; the store is closed after this."""

@@ -81,7 +81,8 @@ class ExactDenseIndex(DenseIndex):
             self._cache[app] = fresh
         return fresh
 
-    def search(self, app: str, queries: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    def search(self, app: str, queries: np.ndarray, depth: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """``allowed`` (ascending chunk ids): only those may rank, filtered before the top is cut."""
         cache = self._matrix(app)
         if cache is None or not len(cache.ids):
             return []
@@ -91,5 +92,10 @@ class ExactDenseIndex(DenseIndex):
                 f"query vectors have {queries.shape[1]} dimensions, the index of app {app!r} "
                 f"{cache.matrix.shape[1]}"
             )
-        scores = (cache.matrix @ queries.T).max(axis=1)
+        product = cache.matrix @ queries.T
+        # One query: its column as is (the same values; no reduction pass over every row).
+        scores = product[:, 0] if product.shape[1] == 1 else product.max(axis=1)
+        if allowed is not None:
+            keep = np.isin(cache.ids, allowed, assume_unique=True)
+            return top(cache.ids[keep], scores[keep], depth)
         return top(cache.ids, scores, depth)

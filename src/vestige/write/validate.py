@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..dates import normalise_date
+from ..dates import normalise_date, now_iso
 from ..errors import InvalidInput
 from ..types import ROLES, Message
 
@@ -27,6 +27,16 @@ class SessionInput:
 
     messages: list[Any]
     session_id: str | None = None
+    date: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FactInput:
+    """A fact (a short standalone note) as callers hand it in, before validation."""
+
+    text: Any
+    fact_id: str | None = None
     date: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -67,7 +77,7 @@ def check_text(value: Any, what: str, *, max_chars: int = MAX_MESSAGE_CHARS) -> 
 
 def _check_id(value: Any, what: str) -> str:
     if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
+        raise InvalidInput(f"{what} must be a string or an integer, got {type(value).__name__}")
     if isinstance(value, int):
         if value.bit_length() > 3 * MAX_ID_CHARS:  # str() of a huge int is slow, then refused
             raise InvalidInput(f"{what} must be 1 to {MAX_ID_CHARS} characters, got {shown(value)}")
@@ -132,11 +142,13 @@ def check_metadata(value: Any, where: str = "metadata") -> dict[str, Any]:
     return checked
 
 
-def check_date(value: Any, what: str = "date") -> str | None:
-    """``normalise_date`` with the message naming what the date belongs to."""
+def check_date(value: Any, what: str | None = None) -> str | None:
+    """``normalise_date``, its message prefixed with what the date belongs to."""
     try:
         return normalise_date(value)
     except InvalidInput as exc:
+        if what is None:
+            raise
         raise InvalidInput(f"{what}: {exc}") from None
 
 
@@ -219,3 +231,18 @@ def check_unique(ids: Iterable[str], what: str) -> None:
         if value in seen:
             raise InvalidInput(f"{what} {value!r} appears twice in one batch")
         seen.add(value)
+
+
+def check_fact(fact: FactInput, where: str) -> tuple[str, str, str, dict[str, Any], str]:
+    """(fact id, ISO date, text, metadata, content hash), or InvalidInput naming the record.
+    A fact without a date is dated now; without an id, its id is a hash of its content."""
+    if not isinstance(fact, FactInput):
+        raise InvalidInput(f"{where}: a fact must be a FactInput, got {type(fact).__name__}")
+    if not isinstance(fact.text, str) or not fact.text.strip():
+        raise InvalidInput(f"{where}: a fact must be a non-empty string")
+    text = check_text(fact.text, f"{where}: the fact")
+    fact_id = check_id(fact.fact_id, f"{where}: fact id") if fact.fact_id is not None else None
+    date = check_date(fact.date, f"{where}: date") or now_iso()
+    metadata = check_metadata(fact.metadata, f"{where}: metadata")
+    digest = content_hash({"text": text, "date": date, "metadata": metadata})
+    return (fact_id if fact_id is not None else digest[:16]), date, text, metadata, digest

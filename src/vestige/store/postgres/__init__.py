@@ -25,16 +25,14 @@ Forgetting: PostgreSQL keeps a deleted row's bytes in the table files until VACU
 space, and in its write-ahead log (and any archive or replica). Autovacuum gets there; run
 ``VACUUM`` on the schema's tables to hurry it.
 
-Dense search in SQL (later): the exact channel reads every vector of an app into memory. The
-HNSW path will need: an index per dimension, as ``embedding`` has none fixed, e.g.
-``CREATE INDEX ... USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE ...`` (or a
-typed column once ``meta.dim`` is claimed), with the app filter as a partial index per large app
-or pgvector 0.8's iterative scans (``SET hnsw.iterative_scan = relaxed_order`` and
-``hnsw.ef_search`` above the depth) so that ``WHERE app_id = ...`` still fills the depth; a
-``DenseIndex`` that orders by ``embedding <=> query`` (the query as int8-rounded or float
-values), returns 1 - distance as the cosine, and re-ranks its candidates exactly from
-``vector_i8`` so scores stay those of the exact channel; and a rule for when to use it (apps
-above some size), as HNSW is approximate and rankings would otherwise differ from SQLite's.
+Dense search in SQL (``dense.py``): ``vestige.vectors.dense_index`` hands a PostgreSQL store a
+``PgvectorDenseIndex``: apps of ``dense.CROSSOVER`` vectors or more are searched through one
+HNSW index per dimension (``CREATE INDEX chunks_hnsw_384 ON chunks USING hnsw
+((embedding::vector(384)) vector_cosine_ops) WHERE vector_dims(embedding) = 384``, built
+concurrently on first need), queried with pgvector 0.8's iterative scan (``SET LOCAL
+hnsw.iterative_scan = relaxed_order`` and ``hnsw.ef_search``) so that ``WHERE app_id = ...`` still
+fills the depth, its candidates re-ranked exactly from ``vector_i8`` (scores equal the exact
+channel's); smaller apps get the exact scan. ``dense="exact"`` keeps the exact scan everywhere.
 """
 
 from .store import PostgresStore

@@ -123,12 +123,28 @@ MIGRATIONS: list[str] = [
     CREATE INDEX api_keys_app ON api_keys (app);
     CREATE INDEX api_keys_prefix ON api_keys (prefix);
     """,
+    # 2: previous versions of items replaced by Memory.update (as SQLite's migration 6); a
+    # delete removes an item's versions with it.
+    """
+    CREATE TABLE item_versions (
+        id bigserial PRIMARY KEY,
+        app_id bigint NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        kind text NOT NULL,
+        external_id text NOT NULL,
+        date text,
+        metadata text NOT NULL,
+        content_hash text NOT NULL,
+        body text NOT NULL,
+        replaced_at text NOT NULL
+    );
+    CREATE INDEX item_versions_item ON item_versions (app_id, kind, external_id, id);
+    """,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``vestige_schema``
 #: belongs to another program.
 TABLES = ("vestige_schema", "meta", "counters", "apps", "sessions", "messages", "facts", "chunks",
-          "lex_terms", "lex_postings", "lex_stats", "api_keys")
+          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions")
 
 
 def current_version(conn: psycopg.Connection) -> int:

@@ -9,14 +9,14 @@ own tables, every function takes the kind as a value. Text goes through ``text.t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...dates import now_iso
 from ...types import Chunk, Message
-from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, SampleChunk, StoredChunk
+from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, ItemVersion, SampleChunk, StoredChunk
 from .text import from_db, to_db
 
 if TYPE_CHECKING:
@@ -178,15 +178,67 @@ def get_item(cur: psycopg.Cursor, app_id: int, kind: str, external_id: str) -> I
                 text=from_db(row[4]))
 
 
-def list_items(cur: psycopg.Cursor, app_id: int, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+def list_items(cur: psycopg.Cursor, app_id: int, kind: str, limit: int, offset: int,
+               newest_first: bool = False) -> list[ItemSummary]:
     # As SQLite reads them: a negative limit is no limit, a negative offset is none.
     limit_: int | None = None if limit < 0 else min(int(limit), INT64[1])
     offset = max(0, min(int(offset), INT64[1]))
     rows = cur.execute(
-        f"SELECT external_id, date FROM {table(kind)} WHERE app_id = %s ORDER BY id LIMIT %s OFFSET %s",
+        f"SELECT external_id, date FROM {table(kind)} WHERE app_id = %s ORDER BY id {'DESC' if newest_first else ''} "
+        "LIMIT %s OFFSET %s",
         (app_id, limit_, offset),
     ).fetchall()
     return [ItemSummary(kind, from_db(e), from_db(d)) for e, d in rows]  # type: ignore[arg-type]
+
+
+def archive_item(cur: psycopg.Cursor, app_id: int, item: Item, replaced_at: str) -> None:
+    """Keep an item's record (not its chunks) as a previous version (JSON escapes NUL)."""
+    body = [dict(m.__dict__) for m in item.messages] if item.kind == "session" else item.text
+    cur.execute(
+        "INSERT INTO item_versions (app_id, kind, external_id, date, metadata, content_hash, body, replaced_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (app_id, item.kind, to_db(item.external_id), to_db(item.date), json.dumps(item.metadata, ensure_ascii=False),
+         item.content_hash, json.dumps(body, ensure_ascii=False), replaced_at),
+    )
+
+
+def item_history(cur: psycopg.Cursor, app_id: int, kind: str, external_id: str) -> list[ItemVersion]:
+    rows = cur.execute(
+        "SELECT date, metadata, content_hash, body, replaced_at FROM item_versions "
+        "WHERE app_id = %s AND kind = %s AND external_id = %s ORDER BY id",
+        (app_id, kind, to_db(external_id)),
+    ).fetchall()
+    out = []
+    for date, metadata, digest, body, replaced_at in rows:
+        content = json.loads(body)
+        if kind == "session":
+            item = Item(kind, external_id, from_db(date), digest, json.loads(metadata),  # type: ignore[arg-type]
+                        tuple(Message(**m) for m in content))
+        else:
+            item = Item(kind, external_id, from_db(date), digest, json.loads(metadata), text=content)  # type: ignore[arg-type]
+        out.append(ItemVersion(replaced_at, item))
+    return out
+
+
+def delete_versions(cur: psycopg.Cursor, app_id: int, kind: str, external_id: str) -> None:
+    cur.execute("DELETE FROM item_versions WHERE app_id = %s AND kind = %s AND external_id = %s",
+                (app_id, kind, to_db(external_id)))
+
+
+def chunk_ids_where(cur: psycopg.Cursor, app_id: int, where: Mapping[str, Any]) -> np.ndarray:
+    """Chunks of items whose metadata matches every (key, value) of ``where``, compared as jsonb."""
+    tests, params = [], []
+    for key, value in where.items():
+        tests.append("(m.metadata::jsonb -> %s) = %s::jsonb")
+        params += [str(key), json.dumps(value, ensure_ascii=False)]
+    condition = " AND ".join(tests) or "TRUE"
+    rows = cur.execute(
+        f"SELECT c.id FROM chunks c JOIN sessions m ON m.id = c.session_id WHERE c.app_id = %s AND {condition} "
+        f"UNION SELECT c.id FROM chunks c JOIN facts m ON m.id = c.fact_id WHERE c.app_id = %s AND {condition} "
+        "ORDER BY 1",
+        (app_id, *params, app_id, *params),
+    ).fetchall()
+    return np.fromiter((int(r[0]) for r in rows), np.int64, len(rows))
 
 
 def fetch_chunks(cur: psycopg.Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -195,7 +247,7 @@ def fetch_chunks(cur: psycopg.Cursor, app_id: int, chunk_ids: Sequence[int]) -> 
         return {}
     rows = cur.execute(
         "SELECT c.id, c.text, s.external_id, f.external_id, c.date, c.roles, c.view, "
-        "c.position, c.first_turn, c.last_turn FROM chunks c "
+        "c.position, c.first_turn, c.last_turn, coalesce(s.metadata, f.metadata) FROM chunks c "
         "LEFT JOIN sessions s ON s.id = c.session_id "
         "LEFT JOIN facts f ON f.id = c.fact_id "
         "WHERE c.app_id = %s AND c.id = ANY(%s::bigint[])",
@@ -207,7 +259,7 @@ def fetch_chunks(cur: psycopg.Cursor, app_id: int, chunk_ids: Sequence[int]) -> 
         out[int(r[0])] = ChunkRow(
             chunk_id=int(r[0]), text=from_db(r[1]), session_id=from_db(r[2]), fact_id=from_db(r[3]),  # type: ignore[arg-type]
             date=from_db(r[4]), roles=tuple(roles.split(",")) if roles else (), view=from_db(r[6]),  # type: ignore[arg-type]
-            position=r[7], first_turn=r[8], last_turn=r[9],
+            position=r[7], first_turn=r[8], last_turn=r[9], metadata=json.loads(r[10]) if r[10] else {},
         )
     return out
 
@@ -233,10 +285,10 @@ def item_chunks(cur: psycopg.Cursor, kind: str, item_pk: int) -> list[StoredChun
     ).fetchall()
     out = []
     for r in rows:
-        roles = from_db(r[3])
+        roles: str = from_db(r[3])  # type: ignore[assignment]
         chunk = Chunk(text=from_db(r[1]), position=r[2], roles=tuple(roles.split(",")) if roles else (),  # type: ignore[arg-type]
-                      first_turn=r[4], last_turn=r[5], view=from_db(r[6]), n_tokens=r[7],  # type: ignore[arg-type]
-                      dense=r[9] is not None, lexical=bool(r[8]), embed_text=from_db(r[10]))
+                      first_turn=r[4], last_turn=r[5], view=from_db(r[6]),  # type: ignore[arg-type]
+                      n_tokens=r[7], dense=r[9] is not None, lexical=bool(r[8]), embed_text=from_db(r[10]))
         vector = np.frombuffer(bytes(r[9]), dtype=np.int8).copy() if r[9] is not None else None
         out.append(StoredChunk(int(r[0]), chunk, vector))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..base import (
     DocLengths,
     IndexedChunk,
     Item,
+    ItemVersion,
     ItemSummary,
     KeyRecord,
     LexicalStats,
@@ -34,7 +35,7 @@ from ..base import (
     StoredChunk,
     VectorBatch,
 )
-from . import keys, postings, records, vectors
+from . import dense, keys, postings, records, vectors
 from .connection import Connection, url_options
 from .text import from_db, to_db
 
@@ -160,6 +161,7 @@ class PostgresStore(Store):
         items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
         *,
         expect: Mapping[tuple[str, str], str | None] | None = None,
+        archive: bool = False,
     ) -> None:
         if not items and not expect:
             return
@@ -182,6 +184,8 @@ class PostgresStore(Store):
             blocks = postings.Blocks(cur, app_id)
             replaced = False
             for item, chunks in items:
+                if archive and (old := records.get_item(cur, app_id, item.kind, item.external_id)) is not None:
+                    records.archive_item(cur, app_id, old, now_iso())
                 replaced |= self._delete(cur, app_id, item.kind, item.external_id)
                 pk = records.insert_item(cur, app_id, item)
                 indexed = records.insert_chunks(cur, app_id, item.kind, pk, chunks, item.date, self._db.vector_type)
@@ -203,6 +207,7 @@ class PostgresStore(Store):
             app_id = self._app_id(cur, app)
             if app_id is None or not self._delete(cur, app_id, kind, external_id):
                 return False
+            records.delete_versions(cur, app_id, kind, external_id)  # its history goes with it
             self._bump(cur, app_id, purge=True)
         return True
 
@@ -212,11 +217,22 @@ class PostgresStore(Store):
             app_id = self._app_id(cur, app)
             return None if app_id is None else records.get_item(cur, app_id, kind, external_id)
 
-    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+    def list_items(self, app: str, kind: str, limit: int, offset: int, *, newest_first: bool = False) -> list[ItemSummary]:
         records.table(kind)
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)
-            return [] if app_id is None else records.list_items(cur, app_id, kind, limit, offset)
+            return [] if app_id is None else records.list_items(cur, app_id, kind, limit, offset, newest_first)
+
+    def item_history(self, app: str, kind: str, external_id: str) -> list[ItemVersion]:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else records.item_history(cur, app_id, kind, external_id)
+
+    def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return np.zeros(0, np.int64) if app_id is None else records.chunk_ids_where(cur, app_id, where)
 
     def counts(self, app: str) -> AppCounts | None:
         with self._db.single() as cur:  # one statement: one snapshot
@@ -263,6 +279,32 @@ class PostgresStore(Store):
                 return VectorBatch(None, np.zeros(0, np.int64), np.zeros((0, 0), np.int8))
             ids, matrix = vectors.read_vectors(cur, found[0], after_id)
         return VectorBatch(found[1], ids, matrix)
+
+    # -- dense search in SQL (dense.py: pgvector HNSW; not part of the store contract) ----------
+
+    def vector_count(self, app: str) -> tuple[int, int | None]:
+        """The app's dense vectors and their dimension (None: none, or no such app)."""
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return (0, None) if app_id is None else dense.vector_count(cur, app_id)
+
+    def ensure_hnsw(self, dim: int, *, concurrently: bool = True, maintenance_work_mem: str | None = None,
+                    repair: bool = False) -> bool:
+        """Create the HNSW index of vectors of ``dim`` dimensions unless it exists (True: built)."""
+        with self._db.single() as cur:
+            return dense.ensure_hnsw(cur, self._db.vector_type, dim, concurrently=concurrently,
+                                     maintenance_work_mem=maintenance_work_mem, repair=repair)
+
+    def hnsw_candidates(self, app: str, queries: np.ndarray, count: int, *, ef_search: int,
+                        max_scan_tuples: int, iterative: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """The app's chunks nearest the queries by the HNSW index: ids and int8 vectors."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            if app_id is None:
+                return np.zeros(0, np.int64), np.zeros((0, queries.shape[1]), np.int8)
+            return dense.candidates(cur, self._db.vector_type, app_id, queries, count, ef_search=ef_search,
+                                    max_scan_tuples=max_scan_tuples, iterative=iterative)
 
     def doc_lengths(self, app: str) -> DocLengths:
         with self._db.snapshot() as cur:

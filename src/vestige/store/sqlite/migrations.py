@@ -115,6 +115,22 @@ MIGRATIONS: list[str] = [
     ALTER TABLE apps ADD COLUMN epoch TEXT NOT NULL DEFAULT '';
     UPDATE apps SET epoch = lower(hex(randomblob(16)));
     """,
+    # 6: previous versions of items replaced by Memory.update (Memory.history reads them). A
+    # delete removes an item's versions with it: forgetting covers the history too.
+    """
+    CREATE TABLE item_versions (
+        id INTEGER PRIMARY KEY,
+        app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        external_id TEXT NOT NULL,
+        date TEXT,
+        metadata TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        body TEXT NOT NULL,  -- JSON: the messages of a session, or the text of a fact
+        replaced_at TEXT NOT NULL
+    );
+    CREATE INDEX item_versions_item ON item_versions (app_id, kind, external_id, id);
+    """,
 ]
 
 

@@ -58,28 +58,35 @@ class Blocks:
         return term_ids(self.cur, terms, create)
 
     def read_blocks(self, keys: Collection[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        out = {}
+        # Per block number, the terms asked, 500 at a time: a few statements per batch of
+        # chunks instead of one per (term, block).
+        wanted: dict[int, list[int]] = {}
         for term_id, block in keys:
-            row = self.cur.execute(
-                "SELECT data FROM lex_postings WHERE app_id = ? AND term_id = ? AND block = ?",
-                (self.app_id, term_id, block),
-            ).fetchone()
-            if row is not None:
-                out[(term_id, block)] = row[0]
+            wanted.setdefault(block, []).append(term_id)
+        out = {}
+        for block, terms in wanted.items():
+            for start in range(0, len(terms), 500):
+                part = terms[start : start + 500]
+                marks = ",".join("?" * len(part))
+                out.update(
+                    ((term_id, block), data)
+                    for term_id, data in self.cur.execute(
+                        f"SELECT term_id, data FROM lex_postings WHERE app_id = ? AND block = ? "
+                        f"AND term_id IN ({marks})",
+                        (self.app_id, block, *part),
+                    )
+                )
         return out
 
     def write_blocks(self, blocks: Mapping[tuple[int, int], bytes]) -> None:
-        for (term_id, block), data in blocks.items():
-            if data:
-                self.cur.execute(
-                    "INSERT OR REPLACE INTO lex_postings (app_id, term_id, block, data) VALUES (?, ?, ?, ?)",
-                    (self.app_id, term_id, block, data),
-                )
-            else:
-                self.cur.execute(
-                    "DELETE FROM lex_postings WHERE app_id = ? AND term_id = ? AND block = ?",
-                    (self.app_id, term_id, block),
-                )
+        self.cur.executemany(
+            "INSERT OR REPLACE INTO lex_postings (app_id, term_id, block, data) VALUES (?, ?, ?, ?)",
+            [(self.app_id, t, b, data) for (t, b), data in blocks.items() if data],
+        )
+        self.cur.executemany(
+            "DELETE FROM lex_postings WHERE app_id = ? AND term_id = ? AND block = ?",
+            [(self.app_id, t, b) for (t, b), data in blocks.items() if not data],
+        )
 
     def add_stats(self, n_docs: int, total_len: int) -> None:
         self.cur.execute(

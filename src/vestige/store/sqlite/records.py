@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...dates import now_iso
 from ...types import Chunk, Message
-from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, SampleChunk, StoredChunk
+from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, ItemVersion, SampleChunk, StoredChunk
 
 TABLES = {"session": "sessions", "fact": "facts"}
 CHUNK_COLUMNS = {"session": "session_id", "fact": "fact_id"}
@@ -135,12 +136,73 @@ def get_item(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> I
     return Item("fact", row[0], row[1], row[3], json.loads(row[2]), text=row[4])
 
 
-def list_items(cur: sqlite3.Cursor, app_id: int, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+def list_items(cur: sqlite3.Cursor, app_id: int, kind: str, limit: int, offset: int,
+               newest_first: bool = False) -> list[ItemSummary]:
     rows = cur.execute(
-        f"SELECT external_id, date FROM {table(kind)} WHERE app_id = ? ORDER BY id LIMIT ? OFFSET ?",
+        f"SELECT external_id, date FROM {table(kind)} WHERE app_id = ? ORDER BY id {'DESC' if newest_first else ''} "
+        "LIMIT ? OFFSET ?",
         (app_id, limit, offset),
     ).fetchall()
     return [ItemSummary(kind, r[0], r[1]) for r in rows]
+
+
+def archive_item(cur: sqlite3.Cursor, app_id: int, item: Item, replaced_at: str) -> None:
+    """Keep an item's record (not its chunks) as a previous version."""
+    body = [dict(m.__dict__) for m in item.messages] if item.kind == "session" else item.text
+    cur.execute(
+        "INSERT INTO item_versions (app_id, kind, external_id, date, metadata, content_hash, body, replaced_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (app_id, item.kind, item.external_id, item.date, json.dumps(item.metadata, ensure_ascii=False),
+         item.content_hash, json.dumps(body, ensure_ascii=False), replaced_at),
+    )
+
+
+def item_history(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> list[ItemVersion]:
+    rows = cur.execute(
+        "SELECT date, metadata, content_hash, body, replaced_at FROM item_versions "
+        "WHERE app_id = ? AND kind = ? AND external_id = ? ORDER BY id",
+        (app_id, kind, external_id),
+    ).fetchall()
+    out = []
+    for date, metadata, digest, body, replaced_at in rows:
+        content = json.loads(body)
+        if kind == "session":
+            item = Item(kind, external_id, date, digest, json.loads(metadata), tuple(Message(**m) for m in content))
+        else:
+            item = Item(kind, external_id, date, digest, json.loads(metadata), text=content)
+        out.append(ItemVersion(replaced_at, item))
+    return out
+
+
+def delete_versions(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> None:
+    cur.execute("DELETE FROM item_versions WHERE app_id = ? AND kind = ? AND external_id = ?",
+                (app_id, kind, external_id))
+
+
+def chunk_ids_where(cur: sqlite3.Cursor, app_id: int, where: Mapping[str, Any]) -> np.ndarray:
+    """Chunks of items whose metadata matches every (key, value) of ``where``, compared as JSON."""
+    if not where:
+        rows = cur.execute("SELECT id FROM chunks WHERE app_id = ? ORDER BY id", (app_id,)).fetchall()
+        return np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    tests, params = [], []
+    for key, value in where.items():
+        path = "$." + json.dumps(str(key))
+        if value is None or isinstance(value, bool):  # json_extract turns true into 1: ask the type
+            tests.append("json_type(m.metadata, ?) = ?")
+            params += [path, "null" if value is None else ("true" if value else "false")]
+            continue
+        # json_quote(json_extract(...)) compares values as JSON (1 is not "1"; absent is not null)
+        tests.append("json_type(m.metadata, ?) NOT IN ('true', 'false', 'null') "
+                     "AND json_quote(json_extract(m.metadata, ?)) = json(?)")
+        params += [path, path, json.dumps(value, ensure_ascii=False, separators=(",", ":"))]
+    condition = " AND ".join(tests)
+    rows = cur.execute(
+        f"SELECT c.id FROM chunks c JOIN sessions m ON m.id = c.session_id WHERE c.app_id = ? AND {condition} "
+        f"UNION SELECT c.id FROM chunks c JOIN facts m ON m.id = c.fact_id WHERE c.app_id = ? AND {condition} "
+        "ORDER BY 1",
+        (app_id, *params, app_id, *params),
+    ).fetchall()
+    return np.fromiter((r[0] for r in rows), np.int64, len(rows))
 
 
 def fetch_chunks(cur: sqlite3.Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -150,7 +212,7 @@ def fetch_chunks(cur: sqlite3.Cursor, app_id: int, chunk_ids: Sequence[int]) -> 
         marks = ",".join("?" * len(part))
         rows = cur.execute(
             "SELECT c.id, c.text, s.external_id, f.external_id, c.date, c.roles, c.view, "
-            "c.position, c.first_turn, c.last_turn FROM chunks c "
+            "c.position, c.first_turn, c.last_turn, coalesce(s.metadata, f.metadata) FROM chunks c "
             "LEFT JOIN sessions s ON s.id = c.session_id "
             "LEFT JOIN facts f ON f.id = c.fact_id "
             f"WHERE c.app_id = ? AND c.id IN ({marks})",
@@ -160,7 +222,7 @@ def fetch_chunks(cur: sqlite3.Cursor, app_id: int, chunk_ids: Sequence[int]) -> 
             out[r[0]] = ChunkRow(
                 chunk_id=r[0], text=r[1], session_id=r[2], fact_id=r[3], date=r[4],
                 roles=tuple(r[5].split(",")) if r[5] else (), view=r[6], position=r[7],
-                first_turn=r[8], last_turn=r[9],
+                first_turn=r[8], last_turn=r[9], metadata=json.loads(r[10]) if r[10] else {},
             )
     return out
 

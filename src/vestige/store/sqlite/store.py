@@ -10,6 +10,7 @@ import secrets
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from ..base import (
     IndexedChunk,
     Item,
     ItemSummary,
+    ItemVersion,
     KeyRecord,
     PostingsRead,
     SampleChunk,
@@ -161,6 +163,7 @@ class SQLiteStore(Store):
         items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
         *,
         expect: Mapping[tuple[str, str], str | None] | None = None,
+        archive: bool = False,
     ) -> None:
         if not items and not expect:
             return
@@ -176,13 +179,21 @@ class SQLiteStore(Store):
             if not items:
                 return
             app_id = self._ensure_app(cur, app)
-            blocks = postings.Blocks(cur, app_id)
+            # Postings of the whole call written once (term ids still assigned item by item).
+            pending = lexical_postings.Batch(postings.Blocks(cur, app_id))
             replaced = False
             for item, chunks in items:
-                replaced |= self._delete(cur, app_id, item.kind, item.external_id)
+                if records.item_pk(cur, app_id, item.kind, item.external_id) is not None:
+                    pending.flush()  # the delete reads the blocks and statistics
+                    if archive:
+                        old = records.get_item(cur, app_id, item.kind, item.external_id)
+                        assert old is not None
+                        records.archive_item(cur, app_id, old, now_iso())
+                    replaced |= self._delete(cur, app_id, item.kind, item.external_id)
                 pk = records.insert_item(cur, app_id, item)
                 indexed = records.insert_chunks(cur, app_id, item.kind, pk, chunks, item.date)
-                lexical_postings.add(blocks, indexed)
+                pending.add(indexed)
+            pending.flush()
             self._bump(cur, app_id, purge=replaced)
         self._forget(replaced)
 
@@ -201,6 +212,7 @@ class SQLiteStore(Store):
             app_id = self._app_id(cur, app)
             if app_id is None or not self._delete(cur, app_id, kind, external_id):
                 return False
+            records.delete_versions(cur, app_id, kind, external_id)  # its history goes with it
             self._bump(cur, app_id, purge=True)
         self._forget(True)
         return True
@@ -211,11 +223,22 @@ class SQLiteStore(Store):
             app_id = self._app_id(cur, app)
             return None if app_id is None else records.get_item(cur, app_id, kind, external_id)
 
-    def list_items(self, app: str, kind: str, limit: int, offset: int) -> list[ItemSummary]:
+    def list_items(self, app: str, kind: str, limit: int, offset: int, *, newest_first: bool = False) -> list[ItemSummary]:
         records.table(kind)
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)
-            return [] if app_id is None else records.list_items(cur, app_id, kind, limit, offset)
+            return [] if app_id is None else records.list_items(cur, app_id, kind, limit, offset, newest_first)
+
+    def item_history(self, app: str, kind: str, external_id: str) -> list[ItemVersion]:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else records.item_history(cur, app_id, kind, external_id)
+
+    def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return np.zeros(0, np.int64) if app_id is None else records.chunk_ids_where(cur, app_id, where)
 
     def counts(self, app: str) -> AppCounts | None:
         with self._db.snapshot() as cur:

@@ -1,0 +1,307 @@
+"""Scale benchmark: one app of 100k or 1M chunks, every figure side by side in one run.
+
+    python benchmarks/scale.py --size 100000 [--repeats 5] [--out benchmarks/results/scale_100k.json]
+
+The corpus is real LongMemEval_S text (haystack sessions packed into ~1,100-character chunks,
+sessions repeated under new ids when the data runs out) with synthetic clustered vectors (a
+Gaussian mixture around 2,000 real MiniLM vectors of lab texts from benchmarks/.cache, as in
+perf.py; random centres without the cache; normalised, int8): dense search costs depend on the
+matrix shape, not on what the vectors mean. Queries are real LongMemEval questions (their BM25
+terms), each paired with a synthetic query vector near one centre. What it reports, with
+medians over ``--repeats`` passes of every query, interleaved so load hits all alike:
+
+* build: ``store.put_items`` of every chunk with its known vector, batches of 200 sessions;
+* numpy: the same int8 matrix dequantised once, ``M @ q`` plus an argpartition top-200 — the
+  physical floor the exact dense path is compared with (``ratio`` = vestige / numpy);
+* dense exact, dense hnsw (ANN + exact re-rank), BM25 alone, hybrid ``Memory.search`` (k=32,
+  no second stage) with each dense index;
+* recall@200 of the hnsw dense ranking against the exact one (ids);
+* cold start in a new process: open the file, first query (hybrid), per dense index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vestige import lexical
+from vestige.embed.base import Embedder, dequantize, normalise, quantize
+from vestige.memory import Memory
+from vestige.store.base import IndexedChunk, Item
+from vestige.types import Chunk, Message
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+LONGMEMEVAL = DATA / "longmemeval_s_dev.json.gz"
+APP = "bench"
+DIM = 384
+CHUNK_CHARS = 1100
+CENTRES = 2000
+DEPTH = 200
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class LookupEmbedder(Embedder):
+    """Whitespace tokens; embeds a text by looking it up (the benchmark's query vectors)."""
+
+    model_id = "bench-synthetic-384"
+    dim = DIM
+    max_tokens = 256
+
+    def __init__(self, vectors: dict[str, np.ndarray] | None = None):
+        self.vectors = vectors or {}
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        out, start = [], None
+        for i, ch in enumerate(text + " "):
+            if ch.isspace():
+                if start is not None:
+                    out.append((start, i))
+                    start = None
+            elif start is None:
+                start = i
+        return out
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts])
+
+    def embed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, DIM), np.float32)
+
+
+def pack(turns: list[dict]) -> list[Chunk]:
+    pieces: list[tuple[str, int, str]] = []
+    for turn, m in enumerate(turns):
+        text = m["content"].strip()
+        while len(text) > CHUNK_CHARS:
+            cut = text.rfind(" ", 0, CHUNK_CHARS)
+            cut = cut if cut > CHUNK_CHARS // 2 else CHUNK_CHARS
+            pieces.append((text[:cut], turn, m["role"]))
+            text = text[cut:].strip()
+        if text:
+            pieces.append((text, turn, m["role"]))
+    chunks: list[Chunk] = []
+    group: list[tuple[str, int, str]] = []
+    size = 0
+    for piece in pieces + [None]:  # type: ignore[list-item]
+        if piece is None or (group and size + len(piece[0]) + 1 > CHUNK_CHARS):
+            if group:
+                text = "\n".join(p[0] for p in group)
+                chunks.append(Chunk(text, len(chunks), tuple(dict.fromkeys(p[2] for p in group)),
+                                    group[0][1], group[-1][1], "all", round(len(text) / 4.5)))
+            group, size = [], 0
+            if piece is None:
+                break
+        group.append(piece)
+        size += len(piece[0]) + 1
+    return chunks
+
+
+CACHE = Path(__file__).resolve().parent / ".cache" / "embeddings.sqlite"
+
+
+def centres() -> np.ndarray:
+    """Real MiniLM vectors of lab texts (the embedding cache) when present: their neighbours
+    are related texts, as in a real memory; else random directions."""
+    if CACHE.exists():
+        import sqlite3
+
+        with sqlite3.connect(CACHE) as conn:
+            rows = conn.execute("SELECT vector FROM vectors ORDER BY key LIMIT ?", (CENTRES,)).fetchall()
+        blobs = [r[0] for r in rows if len(r[0]) == DIM]
+        if len(blobs) >= CENTRES // 2:
+            return dequantize(np.frombuffer(b"".join(blobs), np.int8).reshape(len(blobs), DIM))
+    return normalise(np.random.default_rng(7).normal(size=(CENTRES, DIM)).astype(np.float32))
+
+
+def build(path: Path, size: int, records: list[dict]) -> dict:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    import shutil
+
+    shutil.rmtree(f"{path}.hnsw", ignore_errors=True)
+    memory = Memory(path, embedder=LookupEmbedder(), reranker=None, floor=None)
+    store = memory.store
+    rng = np.random.default_rng(size)
+    cents = centres()
+    sigma = 1.33 / np.sqrt(DIM)
+    seen: set[str] = set()
+    sessions = []
+    for record in records:
+        for sid, date, turns in zip(record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"]):
+            if sid not in seen:
+                seen.add(sid)
+                turns = [t for t in turns if t["content"].strip()]
+                chunks = pack(turns)
+                if chunks:
+                    terms = [lexical.analyze(c.text) for c in chunks]
+                    sessions.append((sid, date, turns, chunks, terms))
+    total, copy, batch, write_s, prep_s = 0, 0, [], 0.0, 0.0
+    while total < size:
+        for sid, date, turns, chunks, terms in sessions:
+            if total >= size:
+                break
+            t0 = time.perf_counter()
+            chunks = chunks[: size - total]
+            vecs = cents[rng.integers(0, len(cents), len(chunks))] + rng.normal(0.0, sigma, (len(chunks), DIM)).astype(np.float32)
+            vecs = quantize(normalise(vecs))
+            ext = sid if copy == 0 else f"{sid}#{copy}"
+            item = Item("session", ext, None, hashlib.sha256(ext.encode()).hexdigest(), {},
+                        tuple(Message(t["role"], t["content"]) for t in turns))
+            batch.append((item, [IndexedChunk(c, v, list(t)) for c, v, t in zip(chunks, vecs, terms)]))
+            total += len(chunks)
+            prep_s += time.perf_counter() - t0
+            if len(batch) >= 200 or total >= size:
+                t0 = time.perf_counter()
+                store.put_items(APP, batch)
+                write_s += time.perf_counter() - t0
+                batch = []
+                if total % 50_000 < 2000:
+                    log(f"    {total} chunks, {write_s:.1f} s writing")
+        copy += 1
+    memory.close()
+    return {"chunks": total, "store_write_s": write_s, "prepare_s": prep_s,
+            "chunks_per_s": total / write_s, "file_bytes": path.stat().st_size}
+
+
+def queries(records: list[dict], n: int) -> tuple[list[str], np.ndarray]:
+    texts = list(dict.fromkeys(r["question"] for r in records))[:n]
+    rng = np.random.default_rng(1)
+    cents = centres()
+    vecs = cents[rng.integers(0, len(cents), len(texts))] + rng.normal(0, 0.9 / np.sqrt(DIM), (len(texts), DIM))
+    return texts, normalise(vecs.astype(np.float32))
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+COLD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[5])
+t0 = time.perf_counter()
+from scale import LookupEmbedder
+import numpy as np
+from vestige import Memory
+t1 = time.perf_counter()
+q = sys.argv[2]
+emb = LookupEmbedder({q: np.asarray(json.loads(sys.argv[3]), np.float32)})
+memory = Memory(sys.argv[1], embedder=emb, reranker=None, floor=None, dense=sys.argv[4])
+t2 = time.perf_counter()
+hits = memory.search(q, app="bench", k=32, rerank=False)
+t3 = time.perf_counter()
+assert hits
+print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_query_s": t3 - t2}))
+"""
+
+
+def cold(path: Path, dense: str, q: str, v: np.ndarray, repeats: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", COLD, str(path), q, json.dumps(v.tolist()), dense,
+                              str(Path(__file__).parent)], capture_output=True, text=True, check=True)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row["open_plus_first_query_s"] = row["open_s"] + row["first_query_s"]
+        runs.append(row)
+        log(f"  cold {dense}: {row}")
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]} | {"runs": runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--workdir", default="/tmp/vestige-scale")
+    parser.add_argument("--reuse", action="store_true", help="keep an existing database of that size")
+    parser.add_argument("--cold-repeats", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    with gzip.open(LONGMEMEVAL) as f:
+        records = json.load(f)
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"scale-{args.size}.sqlite"
+    result: dict = {"size": args.size, "cpus": os.cpu_count(), "load1_start": os.getloadavg()[0]}
+    if not (args.reuse and path.exists()):
+        log(f"building {path}")
+        result["build"] = build(path, args.size, records)
+        log(f"  {result['build']}")
+    texts, qvecs = queries(records, args.queries)
+    lookup = dict(zip(texts, qvecs))
+    memories = {}
+    for dense in ("exact", "hnsw"):
+        t0 = time.perf_counter()
+        memories[dense] = Memory(path, embedder=LookupEmbedder(lookup), reranker=None, floor=None, dense=dense)
+        memories[dense].search(texts[0], app=APP, k=32, rerank=False)  # loads / builds the index
+        result[f"first_search_{dense}_s"] = time.perf_counter() - t0
+        log(f"  first search {dense}: {result[f'first_search_{dense}_s']:.2f} s")
+    exact, hnsw = memories["exact"], memories["hnsw"]
+    batch = exact.store.read_vectors(APP, 0)
+    matrix = dequantize(batch.vectors)
+    ids = batch.ids
+
+    def numpy_top(v: np.ndarray) -> np.ndarray:
+        scores = matrix @ v
+        keep = np.argpartition(-scores, DEPTH - 1)[:DEPTH]
+        return ids[keep[np.argsort(-scores[keep])]]
+
+    terms = [lexical.analyze(t) for t in texts]
+    methods: dict[str, Callable[[int], object]] = {
+        "numpy_matmul": lambda i: matrix @ qvecs[i],
+        "numpy_exact": lambda i: numpy_top(qvecs[i]),
+        "dense_exact": lambda i: exact.dense.search(APP, qvecs[i][None], DEPTH),
+        "dense_hnsw": lambda i: hnsw.dense.search(APP, qvecs[i][None], DEPTH),
+        "bm25": lambda i: exact.lexical.search(APP, terms[i], DEPTH),
+        "hybrid_exact": lambda i: exact.search(texts[i], app=APP, k=32, rerank=False),
+        "hybrid_hnsw": lambda i: hnsw.search(texts[i], app=APP, k=32, rerank=False),
+    }
+    passes: dict[str, list[float]] = {m: [] for m in methods}
+    for r in range(args.repeats):
+        for name, fn in methods.items():
+            lat = [timed(lambda: fn(i)) for i in range(len(texts))]
+            passes[name].append(float(np.percentile(lat, 50)))
+        log(f"  pass {r}: " + ", ".join(f"{m} {v[-1]:.2f}" for m, v in passes.items()))
+    result["p50_ms"] = {m: statistics.median(v) for m, v in passes.items()}
+    result["p50_ms_per_pass"] = passes
+    base = result["p50_ms"]["numpy_exact"]
+    result["ratio_to_numpy_exact"] = {m: v / base for m, v in result["p50_ms"].items()}
+    recalls = []
+    for i in range(len(texts)):
+        want = {c for c, _ in exact.dense.search(APP, qvecs[i][None], DEPTH)}
+        got = {c for c, _ in hnsw.dense.search(APP, qvecs[i][None], DEPTH)}
+        recalls.append(len(want & got) / len(want))
+    result["hnsw_recall_at_200"] = {"mean": float(np.mean(recalls)), "min": float(np.min(recalls))}
+    same = sum(
+        exact.dense.search(APP, qvecs[i][None], 10) == hnsw.dense.search(APP, qvecs[i][None], 10) for i in range(len(texts))
+    )
+    result["hnsw_top10_identical_share"] = same / len(texts)
+    for m in memories.values():
+        m.close()
+    for dense in ("exact", "hnsw"):
+        result[f"cold_{dense}"] = cold(path, dense, texts[1], qvecs[1], args.cold_repeats)
+    result["load1_end"] = os.getloadavg()[0]
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,445 @@
+"""Approximate dense search: a usearch HNSW graph over the int8 vectors, re-ranked exactly.
+
+The graph proposes candidates; their scores are then computed exactly, from the same int8
+vectors and with the same arithmetic as ``ExactDenseIndex`` (dequantise, renormalise, dot), so
+every score returned equals the exact path's score of that chunk: only which chunks make the
+depth can differ (recall), never a score or the order among those found.
+
+One graph per app and epoch, held per process and persisted beside the database, in the
+folder ``<database>.hnsw/`` (never a file SQLite or a backup of the database reads; a derived
+cache, rebuilt from the store when missing, stale or unreadable — backups need not copy it):
+
+    <apphash>-<epoch>.json               which files hold the graph, and the version they cover
+    <apphash>-<epoch>-<token>.usearch    the graph
+    <apphash>-<epoch>-<token>.ids.npy    chunk ids, ascending
+    <apphash>-<epoch>-<token>.vecs.npy   their int8 vectors (the exact re-rank reads these)
+
+Kept current by version, like the exact cache: on each search the index reads the app's
+``AppVersion``; new writes add the chunks after its last id (``read_vectors(app, last id)``);
+a write that removed chunks (``purge_generation`` moved) removes from the graph every id the
+store no longer holds (one ``read_vectors(app, 0)``), so a deleted chunk never comes back.
+Another epoch (the app deleted and created again) starts a new graph.
+
+Below ``min_vectors`` (the measured crossover) the exact scan is faster and answers instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Loaded before usearch on purpose: with usearch's extension loaded first, a later import of
+# onnxruntime (the default embedder) crashes the process (segfault; usearch 2.26.6 with
+# onnxruntime 1.32.0). onnx_minilm first sets ORT_DISABLE_TELEMETRY, which must precede it too.
+from ..embed import onnx_minilm as _embedder_first  # noqa: F401
+import onnxruntime as _onnxruntime_first  # noqa: E402,F401,I001
+
+from ..embed.base import dequantize, quantize
+from ..errors import EmbedderMismatch, MissingDependency
+from ..ranking import top
+from ..store.base import AppVersion, Store
+from .base import DenseIndex
+from .exact import ExactDenseIndex
+
+log = logging.getLogger("vestige")
+
+#: Below this many chunks in an app the exact scan answers (faster there, and exact). Measured
+#: on 2 loaded cores, top-200 at expansion_search 1,536: exact 13 / 18 / 21 ms against HNSW 18 /
+#: 30 / 34 ms at 10k / 25k / 50k vectors; at 100k exact 24 ms, HNSW 11 ms (BENCHMARKS.md).
+CROSSOVER = 75_000
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 1536  # recall@200 0.993 at 100k (1,024: 0.988; 512: 0.969), see BENCHMARKS.md
+#: The graph proposes this many candidates per depth asked (re-ranked exactly).
+OVERSAMPLE = 2
+#: Persist after this many vectors were added since the last save (and on close).
+SAVE_EVERY = 2_000
+
+
+def available() -> bool:
+    try:
+        import usearch.index  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _usearch():
+    try:
+        from usearch.index import Index
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependency(
+            "the hnsw dense index needs usearch: pip install 'vestige[ann]'"
+        ) from exc
+    return Index
+
+
+@dataclass
+class _Graph:
+    version: AppVersion
+    ids: np.ndarray  # int64 ascending
+    vectors: np.ndarray  # int8 (n, dim)
+    index: object  # usearch Index
+    unsaved: int = 0
+    viewed: str | None = None  # the file the index is a read-only memory map of, if any
+
+
+def _app_hash(app: str) -> str:
+    return hashlib.sha256(app.encode()).hexdigest()[:16]
+
+
+class HnswDenseIndex(DenseIndex):
+    """``min_vectors``: apps with fewer vectors are answered by the exact scan (0: always the
+    graph). ``directory``: where graphs persist (None: held in memory only)."""
+
+    def __init__(
+        self,
+        store: Store,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        min_vectors: int = CROSSOVER,
+        connectivity: int = CONNECTIVITY,
+        expansion_add: int = EXPANSION_ADD,
+        expansion_search: int = EXPANSION_SEARCH,
+        oversample: int = OVERSAMPLE,
+    ):
+        _usearch()
+        self.store = store
+        self.directory = Path(directory) if directory is not None else None
+        self.min_vectors = min_vectors
+        self.connectivity = connectivity
+        self.expansion_add = expansion_add
+        self.expansion_search = expansion_search
+        self.oversample = oversample
+        self.exact = ExactDenseIndex(store)
+        self._graphs: dict[str, _Graph] = {}
+        self._lock = threading.RLock()
+        #: With ``min_vectors``: build a large app's first graph in a thread, exact meanwhile.
+        self.background = bool(min_vectors)
+        self._building: dict[str, threading.Thread] = {}
+
+    def _build_in_background(self, app: str) -> None:
+        with self._lock:
+            if app in self._building:
+                return
+            thread = threading.Thread(target=self._build_fresh, args=(app,), daemon=True,
+                                      name=f"vestige-hnsw-{app}")
+            self._building[app] = thread
+        thread.start()
+
+    def _build_fresh(self, app: str) -> None:
+        """A whole graph from one read of the app's vectors, built outside the lock; installed
+        if no other graph of that epoch arrived meanwhile (the next search catches it up)."""
+        try:
+            batch = self.store.read_vectors(app, 0)
+            if batch.version is None:
+                return
+            graph = _Graph(batch.version, np.zeros(0, np.int64), np.zeros((0, 0), np.int8), None)
+            self._add(graph, batch.ids, batch.vectors)
+            with self._lock:
+                current = self._graphs.get(app)
+                if current is None or current.version.epoch != batch.version.epoch:
+                    self._graphs[app] = graph
+                    if graph.unsaved:
+                        self._save(app, graph)
+        except Exception as exc:  # the exact scan keeps answering; the next search tries again
+            log.warning("hnsw index of app %r not built: %s", app, exc)
+        finally:
+            with self._lock:
+                self._building.pop(app, None)
+
+    def wait(self) -> None:
+        """Until every background build is done (tests, benchmarks, ``close``)."""
+        while True:
+            with self._lock:
+                threads = list(self._building.values())
+            if not threads:
+                return
+            for thread in threads:
+                thread.join()
+
+    # -- state ------------------------------------------------------------------------------
+
+    def forget(self, app: str) -> None:
+        """The app was deleted: drop its graph, here and on disk (no vector of it is left)."""
+        with self._lock:
+            self._graphs.pop(app, None)
+            self.exact.forget(app)
+            self.remove_files(app)
+
+    def close(self) -> None:
+        # A background build still running is left to finish or fail on the closed store (it
+        # is logged, never raised): the exact scan served meanwhile, the next open builds again.
+        with self._lock:
+            for app, graph in self._graphs.items():
+                if graph.unsaved:
+                    self._save(app, graph)
+
+    def state(self, app: str) -> dict:
+        """What ``vestige doctor`` shows: whether a graph serves the app, and its size."""
+        version = self.store.app_version(app)
+        with self._lock:
+            graph = self._graphs.get(app)
+        meta = self._read_meta(app, version.epoch) if version is not None and self.directory else None
+        return {
+            "loaded": graph is not None and version is not None and graph.version.epoch == version.epoch,
+            "vectors": len(graph.ids) if graph is not None else (meta or {}).get("count"),
+            "persisted": meta is not None,
+            "current": graph is not None and graph.version == version,
+            "min_vectors": self.min_vectors,
+        }
+
+    def recall(self, app: str, samples: int = 20, depth: int = 50) -> float | None:
+        """Mean recall@depth of the graph against the exact scan, on some of the app's own
+        vectors as queries (``vestige doctor``); None when the exact scan serves the app."""
+        with self._lock:
+            graph = self._graphs.get(app)
+        if graph is None or not len(graph.ids):
+            return None
+        rng = np.random.default_rng(0)
+        picks = rng.choice(len(graph.ids), min(samples, len(graph.ids)), replace=False)
+        matrix = dequantize(graph.vectors)
+        found = []
+        for row in picks:
+            query = matrix[row : row + 1]
+            want = set(top(graph.ids, (matrix @ query.T)[:, 0], depth))
+            got = set(self.search(app, query, depth))
+            found.append(len({c for c, _ in want} & {c for c, _ in got}) / max(len(want), 1))
+        return float(np.mean(found))
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def _stem(self, app: str, epoch: str) -> str:
+        return f"{_app_hash(app)}-{epoch}"
+
+    def _read_meta(self, app: str, epoch: str) -> dict | None:
+        assert self.directory is not None
+        try:
+            return json.loads((self.directory / f"{self._stem(app, epoch)}.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _load(self, app: str, version: AppVersion) -> _Graph | None:
+        if self.directory is None:
+            return None
+        meta = self._read_meta(app, version.epoch)
+        if meta is None:
+            return None
+        try:
+            base = self.directory / meta["token"]
+            ids = np.load(f"{base}.ids.npy")
+            # Memory maps: a cold start reads only the pages a query touches (the first write
+            # loads both for real, see _add).
+            vectors = np.load(f"{base}.vecs.npy", mmap_mode="r")
+            index = _usearch().restore(f"{base}.usearch", view=True)
+            if index is None or len(index) != len(ids) or vectors.shape[0] != len(ids):
+                return None
+            index.expansion_search = self.expansion_search  # not part of the saved file
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            log.warning("hnsw index of app %r unreadable, rebuilding: %s", app, exc)
+            return None
+        saved = AppVersion(version.epoch, meta["generation"], meta["purge_generation"])
+        return _Graph(saved, ids, vectors, index, viewed=f"{base}.usearch")
+
+    def _save(self, app: str, graph: _Graph) -> None:
+        if self.directory is None:
+            return
+        stem = self._stem(app, graph.version.epoch)
+        token = f"{stem}-{secrets.token_hex(4)}"
+        try:
+            self.directory.mkdir(exist_ok=True)
+            base = self.directory / token
+            graph.index.save(f"{base}.usearch")
+            np.save(f"{base}.ids.npy", graph.ids)
+            np.save(f"{base}.vecs.npy", graph.vectors)
+            meta = {"token": token, "generation": graph.version.generation,
+                    "purge_generation": graph.version.purge_generation, "count": len(graph.ids),
+                    "max_id": int(graph.ids[-1]) if len(graph.ids) else 0}
+            tmp = self.directory / f"{stem}.json.{secrets.token_hex(4)}"
+            tmp.write_text(json.dumps(meta))
+            os.replace(tmp, self.directory / f"{stem}.json")
+        except OSError as exc:  # a read-only folder: the graph serves this process only
+            log.warning("hnsw index of app %r not saved: %s", app, exc)
+            return
+        graph.unsaved = 0
+        # Older files of this app: other tokens of this epoch, and every other epoch.
+        for path in self.directory.glob(f"{_app_hash(app)}-*"):
+            if not path.name.startswith(token) and path.name != f"{stem}.json":
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+
+    def remove_files(self, app: str) -> None:
+        """Delete the app's persisted graphs (``vestige reindex`` rebuilds them)."""
+        if self.directory is None or not self.directory.exists():
+            return
+        for path in self.directory.glob(f"{_app_hash(app)}-*"):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+    # -- upkeep -----------------------------------------------------------------------------
+
+    def _new_index(self, dim: int):
+        return _usearch()(
+            ndim=dim, metric="cos", dtype="i8", connectivity=self.connectivity,
+            expansion_add=self.expansion_add, expansion_search=self.expansion_search,
+        )
+
+    def _add(self, graph: _Graph, ids: np.ndarray, vectors: np.ndarray) -> None:
+        if not len(ids):
+            return
+        if graph.index is None:
+            graph.index = self._new_index(vectors.shape[1])
+        self._writable(graph)
+        graph.index.add(ids.astype(np.uint64), vectors, threads=os.cpu_count() or 1)
+        if len(graph.ids):
+            graph.ids = np.concatenate([graph.ids, ids])
+            graph.vectors = np.vstack([graph.vectors, vectors])
+        else:
+            graph.ids, graph.vectors = ids, vectors
+        graph.unsaved += len(ids)
+
+    def _writable(self, graph: _Graph) -> None:
+        """A memory-mapped graph is read-only: load it (or, if another process replaced the
+        file meanwhile, rebuild it from the vectors) before it is extended or pruned."""
+        if graph.viewed is None:
+            return
+        vectors = np.array(graph.vectors)
+        try:
+            index = _usearch().restore(graph.viewed)
+            if index is None or len(index) != len(graph.ids):
+                raise ValueError("replaced")
+            index.expansion_search = self.expansion_search
+        except (OSError, ValueError, RuntimeError):
+            index = self._new_index(vectors.shape[1])
+            index.add(graph.ids.astype(np.uint64), vectors, threads=os.cpu_count() or 1)
+        graph.index, graph.vectors, graph.viewed = index, vectors, None
+
+    def _graph(self, app: str, version: AppVersion) -> _Graph:
+        """The app's graph, brought up to the store's current state (caller holds the lock)."""
+        graph = self._graphs.get(app)
+        if graph is None or graph.version.epoch != version.epoch:
+            graph = self._load(app, version) or _Graph(
+                AppVersion(version.epoch, -1, version.purge_generation),
+                np.zeros(0, np.int64), np.zeros((0, 0), np.int8), None,
+            )
+            self._graphs[app] = graph
+        if graph.version == version:
+            return graph
+        if graph.version.purge_generation != version.purge_generation:
+            batch = self.store.read_vectors(app, 0)
+            if batch.version is None or batch.version.epoch != version.epoch:
+                self._graphs.pop(app, None)
+                raise _Gone
+            keep = np.isin(graph.ids, batch.ids, assume_unique=True)
+            if not keep.all():
+                self._writable(graph)
+                graph.index.remove(graph.ids[~keep].astype(np.uint64))
+                graph.ids, graph.vectors = graph.ids[keep], graph.vectors[keep]
+                graph.unsaved += len(graph.ids) + SAVE_EVERY  # saved now: no deleted vector stays on disk
+            last = int(graph.ids[-1]) if len(graph.ids) else 0
+            new = batch.ids > last
+            self._add(graph, batch.ids[new], batch.vectors[new])
+        else:
+            batch = self.store.read_vectors(app, int(graph.ids[-1]) if len(graph.ids) else 0)
+            if batch.version is None or batch.version.epoch != version.epoch:
+                self._graphs.pop(app, None)
+                raise _Gone
+            if batch.version.purge_generation != graph.version.purge_generation:
+                # A delete landed between the two reads: reconcile at the newer version.
+                graph.version = AppVersion(version.epoch, -1, -1)
+                return self._graph(app, batch.version)
+            self._add(graph, batch.ids, batch.vectors)
+        graph.version = batch.version
+        # A save rewrites every file (~1 s at 1M vectors): after SAVE_EVERY new vectors or 5%
+        # of the graph, whichever is more, after a removal, and for a graph never saved.
+        if graph.unsaved >= max(SAVE_EVERY, len(graph.ids) // 20) or (
+            graph.unsaved and len(graph.ids) == graph.unsaved
+        ):
+            self._save(app, graph)
+        return graph
+
+    def rebuild(self, app: str) -> int | None:
+        """Build the app's graph from scratch (``vestige reindex``); returns its vector count
+        (None: the app is under ``min_vectors``, the exact scan serves it)."""
+        with self._lock:
+            self.forget(app)
+            version = self.store.app_version(app)
+            if version is None:
+                return 0
+            counts = self.store.counts(app)
+            if self.min_vectors and (counts is None or counts.chunks < self.min_vectors):
+                return None
+            try:
+                graph = self._graph(app, version)
+            except _Gone:
+                return 0
+            if graph.unsaved:
+                self._save(app, graph)
+            return len(graph.ids)
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(self, app: str, queries: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        version = self.store.app_version(app)
+        if version is None:
+            self.forget(app)
+            return []
+        with self._lock:
+            graph = self._graphs.get(app)
+            small = graph is None or graph.version.epoch != version.epoch
+        if self.min_vectors and small and (
+            self.directory is None or self._read_meta(app, version.epoch) is None
+        ):
+            # No graph yet: the exact scan answers while the app is small (chunks counted
+            # through the store's index, an upper bound on its vectors), and while the graph
+            # of a large app is built in the background (minutes at 100k chunks on 2 cores).
+            counts = self.store.counts(app)
+            if counts is None or counts.chunks < self.min_vectors:
+                return self.exact.search(app, queries, depth)
+            if self.background:
+                self._build_in_background(app)
+                return self.exact.search(app, queries, depth)
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        # Under the lock: the catch-up and the graph walk (usearch does not promise a search
+        # beside a removal); the exact re-rank reads the snapshot taken here, outside it.
+        with self._lock:
+            try:
+                graph = self._graph(app, version)
+            except _Gone:
+                return []
+            ids, vectors = graph.ids, graph.vectors
+            if not len(ids):
+                return []
+            if queries.shape[1] != vectors.shape[1]:
+                raise EmbedderMismatch(
+                    f"query vectors have {queries.shape[1]} dimensions, the index of app {app!r} "
+                    f"{vectors.shape[1]}"
+                )
+            count = min(len(ids), depth * self.oversample)
+            found = graph.index.search(quantize(queries), count, exact=False)
+        self.exact.forget(app)  # the graph serves: no second copy of the matrix
+        keys = np.asarray(found.keys, dtype=np.int64).reshape(-1)
+        keys = np.unique(keys[keys >= 0])  # several queries: one candidate set
+        rows = np.searchsorted(ids, keys)
+        inside = rows < len(ids)
+        rows, keys = rows[inside], keys[inside]
+        alive = ids[rows] == keys  # ids the snapshot holds, never a removed one
+        rows, keys = rows[alive], keys[alive]
+        scores = (dequantize(vectors[rows]) @ queries.T).max(axis=1)
+        return top(keys, scores, depth)
+
+
+class _Gone(Exception):
+    """The app was deleted while its graph was being brought up to date."""
