@@ -33,7 +33,7 @@ from .write.chunk import chunk_session
 from .write.plan import IndexPlan, get_plan
 from .write.validate import (
     MAX_QUERY_CHARS, FactInput, SessionInput, check_app, check_fact, check_date, check_id, check_metadata, check_session, check_text,
-    check_unique, content_hash, shown,
+    check_unique, shown,
 )
 
 DEFAULT_APP = settings.DEFAULT_APP

@@ -212,6 +212,24 @@ def each_record(
         yield from found
 
 
+def each_conversation(
+    source: Source, limit: int | None, title: str,
+    convert: Callable[[Any, str], SessionInput | None],
+) -> Iterator[SessionInput]:
+    """The session of every conversation of an export (None: an empty one, skipped), or
+    InvalidInput naming the first malformed one (``FILE conversation 3: not a valid ...``)."""
+    for number, conversation in enumerate(limited(source.require_records(), limit), start=1):
+        where = f"{source.name} conversation {number}"
+        try:
+            session = convert(conversation, where)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(exc, InvalidInput):
+                raise
+            raise InvalidInput(f"{where}: not a valid {title} conversation ({shape_error(exc)})") from None
+        if session is not None:
+            yield session
+
+
 def expect_object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidInput(f"{where}: expected an object, got {type(value).__name__}")

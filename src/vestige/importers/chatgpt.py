@@ -36,13 +36,12 @@ from ..write.validate import SessionInput
 from .base import (
     JSON_SUFFIXES,
     Source,
+    each_conversation,
     expect_object,
     iso_date,
-    limited,
     message,
     placeholder,
     record_shape,
-    shape_error,
     tool_call,
     tool_result,
 )
@@ -162,17 +161,7 @@ class ChatGPTImporter:
         return True
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
-        numbered = enumerate(limited(source.require_records(), limit), start=1)
-        for number, conversation in numbered:
-            where = f"{source.name} conversation {number}"
-            try:
-                session = conversation_session(conversation, where)
-            except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                if isinstance(exc, InvalidInput):
-                    raise
-                raise InvalidInput(f"{where}: not a valid ChatGPT conversation ({shape_error(exc)})") from None
-            if session is not None:
-                yield session
+        return each_conversation(source, limit, "ChatGPT", conversation_session)
 
 
 IMPORTER = ChatGPTImporter()

@@ -29,13 +29,12 @@ from ..write.validate import SessionInput
 from .base import (
     JSON_SUFFIXES,
     Source,
+    each_conversation,
     expect_object,
     iso_date,
-    limited,
     message,
     placeholder,
     record_shape,
-    shape_error,
     tool_call,
     tool_result,
 )
@@ -130,17 +129,7 @@ class ClaudeAIImporter:
         return True
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
-        numbered = enumerate(limited(source.require_records(), limit), start=1)
-        for number, conversation in numbered:
-            where = f"{source.name} conversation {number}"
-            try:
-                session = conversation_session(conversation, where)
-            except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                if isinstance(exc, InvalidInput):
-                    raise
-                raise InvalidInput(f"{where}: not a valid Claude.ai conversation ({shape_error(exc)})") from None
-            if session is not None:
-                yield session
+        return each_conversation(source, limit, "Claude.ai", conversation_session)
 
 
 IMPORTER = ClaudeAIImporter()

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..lexical import STOPWORDS, analyze
+from ..lexical import analyze
 
 # Words that open questions and sentences: capitalised there by grammar, not by being names.
 _SENTENCE_OPENERS = frozenset(
