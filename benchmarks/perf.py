@@ -14,7 +14,7 @@ What it measures, on this machine, with the default embedder (all-MiniLM-L6-v2 i
 3. Search latency p50/p95 at each size (10k and 100k chunks by default) through
    ``Memory.search``: dense + BM25 + RRF + fetching the hits. The corpus is real LongMemEval_S
    text (distinct haystack sessions, packed into ~window-sized chunks by characters) written
-   through ``store.put_sessions``; its vectors are synthetic but structured: a Gaussian mixture
+   through ``store.put_items``; its vectors are synthetic but structured: a Gaussian mixture
    around real MiniLM embeddings of LoCoMo chunks, normalised, int8. Queries are real
    LongMemEval and LoCoMo questions, embedded once by the real model; that embedding cost is
    reported on its own, and search latency excludes it.
@@ -42,14 +42,14 @@ from pathlib import Path
 import numpy as np
 
 from vestige import lexical
-from vestige.chunk import chunk_session
+from vestige.write.chunk import chunk_session
 from vestige.embed import get_embedder
 from vestige.embed.base import Embedder, normalise, quantize
 from vestige.embed.cache import EmbeddingCache
-from vestige.fusion import rrf
+from vestige.read.fusion import rrf
 from vestige.ingest import locomo_sessions
 from vestige.memory import Memory
-from vestige.store.base import IndexedChunk, SessionRecord
+from vestige.store.base import IndexedChunk, Item
 from vestige.store.sqlite import SQLiteStore
 from vestige.types import Chunk, Message
 
@@ -328,8 +328,7 @@ def build_corpus(path: Path, n_chunks: int, lme: list[dict], centroids: np.ndarr
                 seen.add(sid)
                 sessions.append((sid, date, [t for t in turns if t["content"].strip()]))
     store = SQLiteStore(path)
-    store.set_meta("embedder", model_id)
-    store.set_meta("dim", str(dim))
+    store.claim_meta({"embedder": model_id, "dim": str(dim)})
     total, batch, n_sessions, copy = 0, [], 0, 0
     # Noise scale: cosine to the cluster centre ~0.6 (sigma per coordinate ~ 1.33 / sqrt(dim)).
     sigma = 1.33 / np.sqrt(dim)
@@ -347,23 +346,23 @@ def build_corpus(path: Path, n_chunks: int, lme: list[dict], centroids: np.ndarr
             vecs = quantize(normalise(vecs))
             indexed = [IndexedChunk(c, v, lexical.analyze(c.text)) for c, v in zip(chunks, vecs)]
             ext = sid if copy == 0 else f"{sid}#{copy}"
-            record = SessionRecord(
-                ext, date, [Message(t["role"], t["content"]) for t in turns],
-                hashlib.sha256(ext.encode()).hexdigest(), {},
+            record = Item(
+                "session", ext, date, hashlib.sha256(ext.encode()).hexdigest(), {},
+                tuple(Message(t["role"], t["content"]) for t in turns),
             )
             batch.append((record, indexed))
             total += len(chunks)
             n_sessions += 1
             if len(batch) >= 200:
                 t0 = time.perf_counter()
-                store.put_sessions(APP, batch)
+                store.put_items(APP, batch)
                 write_s += time.perf_counter() - t0
                 batch = []
                 log(f"    {total} chunks")
         copy += 1  # only if the data runs out: sessions again under new ids
     if batch:
         t0 = time.perf_counter()
-        store.put_sessions(APP, batch)
+        store.put_items(APP, batch)
         write_s += time.perf_counter() - t0
     info = {
         "chunks": total,
@@ -372,8 +371,7 @@ def build_corpus(path: Path, n_chunks: int, lme: list[dict], centroids: np.ndarr
         "store_write_seconds": write_s,
         "store_chunks_per_s": total / write_s,
     }
-    store.set_meta("perf_corpus", tag)
-    store.set_meta("perf_info", json.dumps(info))
+    store.claim_meta({"perf_corpus": tag, "perf_info": json.dumps(info)})  # a new file: first writer
     store.close()
     info["file_bytes"] = path.stat().st_size
     log(f"  built {path}: {info}")
@@ -401,9 +399,9 @@ def bench_search(path: Path, fake: Embedder, queries: list[str], repeats: int) -
     for q in queries:
         qv = fake.embed([q])
         t0 = time.perf_counter()
-        dense = store.dense_search(APP, qv, depth)
+        dense = memory.dense.search(APP, qv, depth)
         t1 = time.perf_counter()
-        lex = store.lexical_search(APP, lexical.analyze(q), depth, memory.settings.k1, memory.settings.b)
+        lex = memory.lexical.search(APP, lexical.analyze(q), depth, memory.settings.k1, memory.settings.b)
         t2 = time.perf_counter()
         fused = rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lex]}, 60)[:32]
         t3 = time.perf_counter()
