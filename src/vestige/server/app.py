@@ -276,6 +276,28 @@ class _TooLarge(HTTPException):
         super().__init__(413, message)
 
 
+async def _run_guarding_body(
+    app: Callable[..., Awaitable[None]], scope: dict, receive: Callable, send: Callable,
+    guarded_receive: Callable, stopped: type[Exception], answer: JSONResponse,
+) -> None:
+    """Run ``app`` reading its body through ``guarded_receive``; when the guard stops the body
+    (raising ``stopped``, which FastAPI's body parser lets through) before a response started,
+    send ``answer`` instead."""
+    started = False
+
+    async def tracking_send(event: dict) -> None:
+        nonlocal started
+        if event["type"] == "http.response.start":
+            started = True
+        await send(event)
+
+    try:
+        await app(scope, guarded_receive, tracking_send)
+    except stopped:
+        if not started:
+            await answer(scope, receive, send)
+
+
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, whether or not they declare a length."""
 
@@ -299,7 +321,6 @@ class BodyLimit:
                     await _error(413, "too_large", message)(scope, receive, send)
                     return
         received = 0
-        started = False
 
         async def limited_receive() -> dict:
             nonlocal received
@@ -310,17 +331,8 @@ class BodyLimit:
                     raise _TooLarge(message)
             return event
 
-        async def tracking_send(event: dict) -> None:
-            nonlocal started
-            if event["type"] == "http.response.start":
-                started = True
-            await send(event)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:  # raised outside FastAPI's exception handling
-            if not started:
-                await _error(413, "too_large", message)(scope, receive, send)
+        await _run_guarding_body(self.app, scope, receive, send, limited_receive, _TooLarge,
+                                 _error(413, "too_large", message))
 
 
 # -- slow clients ----------------------------------------------------------------------------
@@ -364,7 +376,6 @@ class BodyTimeout:
         deadline = loop.time() + self.seconds
         message = f"the request body did not arrive within {self.seconds:g} s"
         complete = False
-        started = False
 
         async def timed_receive() -> dict:
             nonlocal complete
@@ -378,17 +389,8 @@ class BodyTimeout:
                 complete = True
             return event
 
-        async def tracking_send(event: dict) -> None:
-            nonlocal started
-            if event["type"] == "http.response.start":
-                started = True
-            await send(event)
-
-        try:
-            await self.app(scope, timed_receive, tracking_send)
-        except _BodyTimedOut:  # raised outside FastAPI's exception handling
-            if not started:
-                await _error(408, "timeout", message, {"Connection": "close"})(scope, receive, send)
+        await _run_guarding_body(self.app, scope, receive, send, timed_receive, _BodyTimedOut,
+                                 _error(408, "timeout", message, {"Connection": "close"}))
 
 
 try:
