@@ -95,8 +95,10 @@ def test_oversize_code_block_is_stored_and_found_whole(tmp_path):
     big = "```\n" + "\n".join(f"line_{i} = value_{i}" for i in range(80)) + "\nfinal_marker_qwerty = 1\n```"
     with Memory(tmp_path / "m.sqlite", embedder="hash") as mem:
         mem.add_session([{"role": "user", "content": "Here:\n\n" + big + "\n\nthanks"}], app="a", session_id="code")
-        hits = mem.search("qwerty", app="a", k=1)
-        assert hits[0].text == big, "the block is one chunk, not truncated"
+        # The hash test embedder's vectors are noise: the block is what BM25 finds first.
+        hits = mem.search("qwerty", app="a", k=3)
+        found = [h for h in hits if h.ranks["lexical"] == 1]
+        assert found and found[0].text == big, "the block is one chunk, not truncated"
 
 
 def test_split_code_fences():

@@ -1,4 +1,6 @@
-"""Reciprocal Rank Fusion: ranks, never scores; k = 60; a one-channel item can at best tie."""
+"""Reciprocal Rank Fusion (a named option): ranks, never scores; k = 60; a one-channel item can at best tie.
+
+The default, convex fusion, is tested in test_convex_fusion.py."""
 
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ def test_each_channel_counts_an_item_once_and_hits_report_every_channel():
 def test_memory_hits_explain_their_ranks(memory):
     memory.reranker = None  # the fused order itself, without the second stage
     add_all(memory, make_sessions(30, seed=3), app="a")
-    hits = memory.search("copper falcon harbor", app="a", k=10)
+    hits = memory.derive(fusion="rrf").search("copper falcon harbor", app="a", k=10)
     assert len(hits) == 10 and not hits.notes
     query_vec = memory.embedder.embed(["copper falcon harbor"])
     dense = [c for c, _ in memory.dense.search("a", query_vec, 200)]

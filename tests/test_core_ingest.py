@@ -124,7 +124,10 @@ def test_locomo_format_from_the_real_file(tmp_path, locomo):
     first = sessions[0]
     assert first.session_id == f"{locomo[0]['sample_id']}:session_1"
     assert first.messages[0]["content"].startswith(conversation["speaker_a"] + ": ")
-    assert {m["role"] for m in first.messages} == {"user", "assistant"}
+    # Two people talking: both are users (no assistant), each turn keeps its speaker's name.
+    assert {m["role"] for m in first.messages} == {"user"}
+    speakers = {m["content"].split(": ", 1)[0] for m in first.messages}
+    assert speakers == {conversation["speaker_a"], conversation["speaker_b"]}
     db = tmp_path / "m.sqlite"
     result = _ingest(LOCOMO_PATH, db, "--limit", "1", "--app", "locomo")
     assert result.exit_code == 0, result.output

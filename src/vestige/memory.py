@@ -24,7 +24,7 @@ from .embed.cache import EmbeddingCache
 from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, UnknownApp
 from .keys import KeyStore
 from .lexical import LexicalChannel
-from .read.search import Channels, Results, SearchSettings, run_search
+from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
 from .types import Chunk, Message
@@ -76,6 +76,8 @@ class Memory:
         plan: str | IndexPlan | None = None,
         chunk_tokens: int | None = None,
         depth: int = settings.DEPTH,
+        fusion: str = settings.FUSION,
+        dense_weight: float = settings.FUSION_DENSE_WEIGHT,
         rrf_k: int = settings.FUSION_RRF_K,
         k1: float = settings.BM25_K1,
         b: float = settings.BM25_B,
@@ -93,7 +95,8 @@ class Memory:
         try:
             self.embedder, self.plan = self._fix_embedder_and_plan(embedder, plan)
             self.settings = SearchSettings(
-                depth=depth, rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
+                depth=depth, fusion=check_fusion(fusion), dense_weight=check_dense_weight(dense_weight),
+                rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
                 floor=self._floor(floor),
             )
             # A second stage re-reads the top fused candidates (None: the fused order is final).
@@ -174,16 +177,20 @@ class Memory:
 
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:
-        ``depth``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``, ``rerank_depth``, ``floor``,
-        ``reranker``. Closing the derived memory leaves the store open."""
-        fields = {"depth": "depth", "rrf_k": "rrf_k", "k1": "k1", "b": "b", "lexical_fusion": "lexical",
-                  "rerank_depth": "rerank_depth"}
+        ``depth``, ``fusion``, ``dense_weight``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``,
+        ``rerank_depth``, ``floor``, ``reranker``. Closing the derived memory leaves the store open."""
+        fields = {"depth": "depth", "fusion": "fusion", "dense_weight": "dense_weight", "rrf_k": "rrf_k",
+                  "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth"}
         unknown = set(options) - set(fields) - {"floor", "reranker"}
         if unknown:
             raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
         other = object.__new__(Memory)
         other.__dict__.update(self.__dict__)
         changes = {fields[k]: v for k, v in options.items() if k in fields}
+        if "fusion" in changes:
+            changes["fusion"] = check_fusion(changes["fusion"])
+        if "dense_weight" in changes:
+            changes["dense_weight"] = check_dense_weight(changes["dense_weight"])
         if "floor" in options:
             changes["floor"] = other._floor(options["floor"])
         other.settings = replace(self.settings, **changes)

@@ -18,7 +18,11 @@ RERANK_DEPTH = 50  # the second stage re-reads this many fused candidates
 RERANKER = "evidence"  # the model-free second stage (names, time spans)
 FLOOR = "auto"  # the embedder's calibrated relevance floor
 BM25_K1, BM25_B = K1, B
+FUSION = "convex"  # convex combination of normalised channel scores (vestige.read.fusion); or "rrf"
 FUSION_RRF_K = RRF_K
+# The dense channel's weight in the convex fusion, chosen by cross-validation across both dev
+# sets (BENCHMARKS.md, "Fusion"); the lexical channel gets the rest.
+FUSION_DENSE_WEIGHT = 0.75
 
 CLI_K = 5  # hits `vestige search` prints
 HTTP_K = 10  # hits the HTTP search returns unless asked

@@ -43,7 +43,7 @@ class Hit:
 
     chunk_id: int
     text: str
-    score: float  # fused RRF score (or cosine when fusion is off)
+    score: float  # fused score (convex: in [0, 1]; RRF: by rank), or the cosine when fusion is off
     session_id: str | None
     fact_id: str | None
     date: str | None

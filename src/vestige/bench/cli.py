@@ -71,6 +71,45 @@ def locomo(**kwargs) -> None:
 
 
 @bench.command()
+@click.option("--dataset", required=True, type=click.Choice(["longmemeval", "locomo"]))
+@click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False), help="Benchmark file, .json or .json.gz.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pools file to write (.jsonl.gz).")
+@click.option("--plan", "view", default="split", show_default=True, help="Index plan the haystacks are built with.")
+@click.option("--stride", type=int, help="Take every Nth haystack.")
+@click.option("--limit", type=int, help="Only the first N haystacks.")
+@click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
+              type=click.Path(dir_okay=False), help="Embedding cache.")
+@click.option("--threads", type=int, help="ONNX Runtime threads.")
+def pools(dataset: str, data: str, out: str, view: str, stride: int | None, limit: int | None, cache_path: str,
+          threads: int | None) -> None:
+    """Write every question's candidate pool: each chunk's score in each channel (fusion training rows)."""
+    from .pools import write_pools
+
+    n = write_pools(dataset, data, out, view=view, limit=limit, stride=stride, cache_path=cache_path, threads=threads)
+    click.echo(f"wrote {n} pools to {out}")
+
+
+@bench.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", type=click.Path(file_okay=False), help="Folder for fusion_cv.json and fusion_cv.md.")
+@click.option("--no-learned", is_flag=True, help="Leave out the learned linear ranker (the slowest to fit).")
+def fusion(paths: tuple[str, ...], out: str | None, no_learned: bool) -> None:
+    """Cross-validate every fusion function on pools files (`vestige bench pools`): in sample,
+    fitted on one dataset and tested on the other, and 5-fold by haystack."""
+    import json
+
+    from .fusion_lab import fusion_report, load, report_markdown
+
+    report = fusion_report(load(paths), learned=not no_learned)
+    text = report_markdown(report)
+    click.echo(text)
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "fusion_cv.json").write_text(json.dumps(report, indent=1, default=float) + "\n", encoding="utf-8")
+        (Path(out) / "fusion_cv.md").write_text(text + "\n", encoding="utf-8")
+
+
+@bench.command()
 def configs() -> None:
     """List the named configurations."""
     for name, config in CONFIGS.items():

@@ -297,7 +297,7 @@ class Runner:
         (benchmarks/floor.py) and is off unless the config sets one."""
         c = self.config
         return memory.derive(
-            depth=c.depth, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=part == "extract" or c.channel != "dense",
+            depth=c.depth, fusion=c.fusion, dense_weight=c.dense_weight, rrf_k=c.rrf_k, k1=c.k1, b=c.b, lexical_fusion=part == "extract" or c.channel != "dense",
             rerank_depth=c.rerank_depth, floor=c.floor, reranker=self._reranker if part == "raw" else None,
         )
 

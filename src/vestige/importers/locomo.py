@@ -2,8 +2,10 @@
 ``speaker_b``, ``session_N``, ``session_N_date_time``) and ``qa``.
 
 What it becomes: each session of each conversation, id ``SAMPLE:session_N``, date its
-``session_N_date_time``; speaker A is the ``user`` and speaker B the ``assistant``, and each turn
-keeps its speaker's name in front (``Caroline: ...``) and a shared photo's caption
+``session_N_date_time``. Both speakers are people, so both are ``user`` turns (no assistant: the
+dense channel reads every speaker's words, as a conversation between people needs; mapping one
+speaker to ``assistant`` left half of every conversation unembedded, BENCHMARKS.md "Fusion"),
+and each turn keeps its speaker's name in front (``Caroline: ...``) and a shared photo's caption
 (``[shares a photo of ...]``); metadata ``{"dia_ids": [...]}``. The questions are not imported.
 """
 
@@ -28,7 +30,7 @@ def locomo_turn_text(turn: dict[str, Any]) -> str:
 
 def locomo_sessions(record: dict[str, Any]) -> Iterator[SessionInput]:
     conversation = record["conversation"]
-    speaker_a = conversation["speaker_a"]
+    _named_speakers = (conversation["speaker_a"], conversation["speaker_b"])  # a LoCoMo file names both
     keys = sorted(
         (int(m.group(1)), key)
         for key in conversation
@@ -40,7 +42,7 @@ def locomo_sessions(record: dict[str, Any]) -> Iterator[SessionInput]:
             continue
         messages = [
             {
-                "role": "user" if turn["speaker"] == speaker_a else "assistant",
+                "role": "user",
                 "content": locomo_turn_text(turn),
             }
             for turn in turns

@@ -20,7 +20,8 @@ from ..rerank.base import LazyReranker, Reranker
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
 from ..vectors import DenseIndex, ExactDenseIndex
-from .fusion import rrf
+from ..errors import ConfigError
+from .fusion import FUSIONS, convex, rrf
 
 log = logging.getLogger("vestige")
 
@@ -28,12 +29,26 @@ log = logging.getLogger("vestige")
 @dataclass(frozen=True)
 class SearchSettings:
     depth: int = settings.DEPTH  # each channel ranks this deep, well beyond the budget
+    fusion: str = settings.FUSION  # "convex" | "rrf"
+    dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share
     rrf_k: int = settings.FUSION_RRF_K
     k1: float = settings.BM25_K1
     b: float = settings.BM25_B
     lexical: bool = True  # False: the vector-only ranking, byte for byte
     rerank_depth: int = settings.RERANK_DEPTH  # the second stage re-reads this many fused candidates
     floor: float | None = None  # best cosine under this: nothing is relevant, answer nothing
+
+
+def check_fusion(fusion: object) -> str:
+    if fusion not in FUSIONS:
+        raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
+    return str(fusion)
+
+
+def check_dense_weight(weight: object) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"dense_weight must be a number from 0 to 1, got {weight!r}")
+    return float(weight)
 
 
 class Results(list):
@@ -109,7 +124,7 @@ def run_search(
         chosen = [(cid, score, {"dense": rank, "lexical": None}) for rank, (cid, score) in enumerate(dense[:pool], 1)]
         stage = "dense"
     else:
-        fused = rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)
+        fused = _fuse(dense, lexical_ranking, settings, depth)
         chosen = fused[:pool]
         stage = "fused"
     dense_scores = dict(dense)
@@ -131,6 +146,13 @@ def run_search(
         if isinstance(reranker, LazyReranker) and reranker.error:
             notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")
     return Results(hits[:k], notes, best_cosine)
+
+
+def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
+          depth: int) -> list[tuple[int, float, dict[str, int | None]]]:
+    if settings.fusion == "rrf":
+        return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)
+    return convex(dense, lexical_ranking, settings.dense_weight, depth)
 
 
 def _hit(

@@ -99,6 +99,7 @@ def _pack(
     dense: bool = True,
     lexical: bool = True,
     embed_roles: tuple[str, ...] | None = None,
+    one_turn: bool = False,
 ) -> list[Chunk]:
     """Pack consecutive units up to the limit. With embed_roles, the chunk's vector reads only
     the units of those roles (and a chunk without any gets no vector)."""
@@ -134,7 +135,7 @@ def _pack(
         group, size = [], 0
 
     for unit in units:
-        if group and size + unit.n_tokens > limit:
+        if group and (size + unit.n_tokens > limit or (one_turn and unit.turn != group[-1].turn)):
             flush()
         group.append(unit)
         size += unit.n_tokens
@@ -165,5 +166,6 @@ def chunk_session(
     for chunk_set in plan.sets:
         units = [u for u in all_units if chunk_set.keeps(u.role)]
         chunks += _pack(units, limit, chunk_set.label, len(chunks), dense=chunk_set.dense,
-                        lexical=chunk_set.lexical, embed_roles=chunk_set.vector_roles)
+                        lexical=chunk_set.lexical, embed_roles=chunk_set.vector_roles,
+                        one_turn=chunk_set.grain == "turn")
     return chunks

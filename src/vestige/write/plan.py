@@ -27,6 +27,9 @@ class ChunkSet:
     # System prompts and tool traffic are kept verbatim but not indexed unless asked: a system
     # prompt repeated in every session is noise in every hit, and tool output is not memory.
     other_roles: bool = False  # with turns None: chunk system and tool turns as well
+    # "window": turns packed up to the embedder's window; "turn": a chunk per turn (a turn
+    # longer than the window is still split), a finer grain for the dense channel.
+    grain: str = "window"
 
     @property
     def label(self) -> str:
@@ -42,13 +45,14 @@ class ChunkSet:
     def to_dict(self) -> dict:
         return {"turns": list(self.turns) if self.turns is not None else None, "lexical": self.lexical,
                 "dense": self.dense, "vector_roles": list(self.vector_roles) if self.vector_roles is not None else None,
-                "other_roles": self.other_roles}
+                "other_roles": self.other_roles} | ({"grain": self.grain} if self.grain != "window" else {})
 
     @classmethod
     def from_dict(cls, data: dict) -> "ChunkSet":
         tup = lambda v: tuple(v) if v is not None else None  # noqa: E731
         return cls(tup(data.get("turns")), bool(data.get("lexical", True)), bool(data.get("dense", True)),
-                   tup(data.get("vector_roles")), bool(data.get("other_roles", False)))
+                   tup(data.get("vector_roles")), bool(data.get("other_roles", False)),
+                   str(data.get("grain", "window")))
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,11 @@ PLANS: dict[str, IndexPlan] = {
         IndexPlan("user", (ChunkSet(turns=USER),), "user turns only, in both channels"),
         IndexPlan("both", (ChunkSet(), ChunkSet(turns=USER)),
                   "chunks of every turn and chunks of the user's turns, each in both channels"),
+        IndexPlan("split+turns", (ChunkSet(vector_roles=USER), ChunkSet(turns=USER, grain="turn", lexical=False)),
+                  "split, and a vector per user turn as well (the dense channel's finer grain)"),
+        IndexPlan("all+turns", (ChunkSet(), ChunkSet(grain="turn", lexical=False)),
+                  "every turn in both channels, and a vector per turn as well"),
+        IndexPlan("turns", (ChunkSet(grain="turn"),), "a chunk per turn, in both channels"),
     )
 }
 DEFAULT_PLAN = "split"

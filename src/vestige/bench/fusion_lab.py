@@ -1,0 +1,391 @@
+"""Fusion functions scored on candidate pools, with every parameter chosen by cross-validation.
+
+Reads pools (``vestige.bench.pools``) and ranks each question's sessions with a fusion function;
+a parameter (a convex weight, say) is fitted on one part of the data and scored on another:
+
+- cross-dataset: fit on LongMemEval dev, test on LoCoMo dev, and the reverse;
+- 5-fold: by question on LongMemEval (each question is its own haystack), by conversation on
+  LoCoMo; the test folds' rankings are pooled into one out-of-sample figure;
+- in sample: fitted and scored on the same rows (reported beside, never instead).
+
+The fitting objective is the mean of recall_any@1, @5, @10 and NDCG@10 over both datasets'
+training rows (each dataset weighted equally), so one weight serves both kinds of history.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .metrics import session_metrics
+
+TARGETS = ("r_any@1", "r_any@5", "r_any@10", "ndcg@10")
+COSINE_FLOOR = -1.0  # the theoretical minimum of a cosine (theoretical min-max, Bruch et al. 2023)
+
+
+@dataclass
+class Pool:
+    """One question's candidates as arrays: a row per chunk."""
+
+    qid: str
+    dataset: str
+    unit: str
+    qtype: str
+    n_sessions: int
+    gold: list[int]
+    session: np.ndarray  # int, the chunk's session index
+    cosine: np.ndarray  # float, nan: the chunk has no vector
+    bm25: np.ndarray  # float, 0: no query term in the chunk
+    words: np.ndarray  # int
+
+
+def to_pool(row: dict[str, Any]) -> Pool:
+    chunks = row["chunks"]
+    return Pool(
+        row["id"], row["dataset"], row["unit"], row["type"], row["n_sessions"], row["gold"],
+        np.array([c[0] for c in chunks], dtype=np.int64),
+        np.array([np.nan if c[3] is None else c[3] for c in chunks], dtype=np.float64),
+        np.array([0.0 if c[4] is None else c[4] for c in chunks], dtype=np.float64),
+        np.array([c[2] for c in chunks], dtype=np.int64),
+    )
+
+
+# -- channel views --------------------------------------------------------------------------------
+
+
+def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """1-based ranks by descending score (stable by chunk order); inf where absent."""
+    order = np.argsort(-np.where(present, scores, -np.inf), kind="stable")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    return np.where(present, ranks, np.inf)
+
+
+def session_max(pool: Pool, chunk_scores: np.ndarray) -> np.ndarray:
+    """Each session's best chunk score (-inf: no chunk)."""
+    out = np.full(pool.n_sessions, -np.inf)
+    np.maximum.at(out, pool.session, chunk_scores)
+    return out
+
+
+def rank_sessions(pool: Pool, session_scores: np.ndarray) -> list[int]:
+    """Sessions best first; ties and unreached sessions by haystack order."""
+    return [int(i) for i in np.argsort(-session_scores, kind="stable")]
+
+
+# -- fusion functions: pool, params -> session scores ---------------------------------------------
+
+
+def dense_only(pool: Pool, _: dict) -> np.ndarray:
+    return session_max(pool, np.where(np.isnan(pool.cosine), -np.inf, pool.cosine))
+
+
+def lexical_only(pool: Pool, _: dict) -> np.ndarray:
+    return session_max(pool, np.where(pool.bm25 > 0, pool.bm25, -np.inf))
+
+
+def rrf_chunks(pool: Pool, params: dict) -> np.ndarray:
+    k = params.get("k", 60)
+    d = _ranks(pool.cosine, ~np.isnan(pool.cosine))
+    lex = _ranks(pool.bm25, pool.bm25 > 0)
+    return session_max(pool, 1.0 / (k + d) + 1.0 / (k + lex))
+
+
+def _tmm_dense(cosine: np.ndarray) -> np.ndarray:
+    """Theoretical min-max: (cos - (-1)) / (best - (-1)); no vector scores 0."""
+    best = np.nanmax(cosine) if np.any(~np.isnan(cosine)) else 1.0
+    span = max(best - COSINE_FLOOR, 1e-9)
+    return np.where(np.isnan(cosine), 0.0, (cosine - COSINE_FLOOR) / span)
+
+
+def _tmm_lexical(bm25: np.ndarray) -> np.ndarray:
+    """Theoretical min-max: BM25 >= 0, so bm25 / best."""
+    best = bm25.max() if len(bm25) else 0.0
+    return bm25 / best if best > 0 else np.zeros_like(bm25)
+
+
+def convex_chunks(pool: Pool, params: dict) -> np.ndarray:
+    """alpha * dense + (1 - alpha) * lexical, both theoretically min-max normalised, per chunk."""
+    a = params["alpha"]
+    return session_max(pool, a * _tmm_dense(pool.cosine) + (1 - a) * _tmm_lexical(pool.bm25))
+
+
+def convex_sessions(pool: Pool, params: dict) -> np.ndarray:
+    """The same convex combination at session grain: each channel's best chunk per session."""
+    a = params["alpha"]
+    d = session_max(pool, np.where(np.isnan(pool.cosine), COSINE_FLOOR, pool.cosine))
+    lex = session_max(pool, pool.bm25)
+    d = np.where(np.isinf(d), COSINE_FLOOR, d)
+    lex = np.where(np.isinf(lex), 0.0, lex)
+    dn = (d - COSINE_FLOOR) / max(d.max() - COSINE_FLOOR, 1e-9)
+    ln = lex / lex.max() if lex.max() > 0 else np.zeros_like(lex)
+    return a * dn + (1 - a) * ln
+
+
+FUSIONS: dict[str, tuple[Callable[[Pool, dict], np.ndarray], list[dict]]] = {
+    "vectors-only": (dense_only, [{}]),
+    "bm25-only": (lexical_only, [{}]),
+    "rrf": (rrf_chunks, [{"k": 60}]),
+    "convex": (convex_chunks, [{"alpha": round(a, 2)} for a in np.arange(0, 1.0001, 0.05)]),
+    "convex-session": (convex_sessions, [{"alpha": round(a, 2)} for a in np.arange(0, 1.0001, 0.05)]),
+}
+
+
+# -- scoring and cross-validation -----------------------------------------------------------------
+
+
+def metrics_of(pools: Sequence[Pool], fusion: Callable[[Pool, dict], np.ndarray], params: dict) -> dict[str, float]:
+    sums = {t: 0.0 for t in TARGETS}
+    counts = {t: 0 for t in TARGETS}
+    for pool in pools:
+        ranked = rank_sessions(pool, fusion(pool, params))
+        m = session_metrics(ranked, pool.gold, pool.n_sessions)
+        for t in TARGETS:
+            if m.get(t) is not None:
+                sums[t] += m[t]
+                counts[t] += 1
+    return {t: round(sums[t] / counts[t], 4) if counts[t] else math.nan for t in TARGETS}
+
+
+def objective(by_dataset: dict[str, dict[str, float]]) -> float:
+    """Mean of the targets, each dataset weighted equally."""
+    return float(np.mean([np.mean([m[t] for t in TARGETS]) for m in by_dataset.values()]))
+
+
+def fit(pools_by_dataset: dict[str, list[Pool]], name: str) -> dict:
+    """The grid point with the best objective on these pools (ties: the first, the smaller weight)."""
+    fusion, grid = FUSIONS[name]
+    best, best_score = grid[0], -math.inf
+    for params in grid:
+        score = objective({d: metrics_of(p, fusion, params) for d, p in pools_by_dataset.items() if p})
+        if score > best_score + 1e-12:
+            best, best_score = params, score
+    return best
+
+
+def folds(pools: list[Pool], n: int = 5) -> list[list[Pool]]:
+    """n folds by haystack (unit): questions of one conversation never straddle folds."""
+    units = sorted({p.unit for p in pools})
+    assignment = {u: i % n for i, u in enumerate(units)}
+    return [[p for p in pools if assignment[p.unit] == f] for f in range(n)]
+
+
+def cross_validate(pools_by_dataset: dict[str, list[Pool]], name: str, n_folds: int = 5) -> dict[str, Any]:
+    """In-sample, cross-dataset and k-fold figures for one fusion function."""
+    fusion, _ = FUSIONS[name]
+    datasets = sorted(pools_by_dataset)
+    report: dict[str, Any] = {"fusion": name}
+    params_all = fit(pools_by_dataset, name)
+    report["fitted_on_all"] = params_all
+    report["in_sample"] = {d: metrics_of(pools_by_dataset[d], fusion, params_all) for d in datasets}
+    cross = {}
+    for test in datasets if len(datasets) > 1 else []:
+        train = {d: p for d, p in pools_by_dataset.items() if d != test}
+        params = fit(train, name)
+        cross[test] = {"params": params, **metrics_of(pools_by_dataset[test], fusion, params)}
+    report["cross_dataset"] = cross
+    split = {d: folds(pools_by_dataset[d], n_folds) for d in datasets}
+    kfold: dict[str, Any] = {d: {"params": [], "rankings": []} for d in datasets}
+    for f in range(n_folds):
+        train = {d: [p for g, fold in enumerate(split[d]) if g != f for p in fold] for d in datasets}
+        params = fit(train, name)
+        for d in datasets:
+            kfold[d]["params"].append(params)
+            kfold[d]["rankings"] += split[d][f]
+            kfold[d].setdefault("fold_params", []).append(params)
+    report["kfold"] = {}
+    for d in datasets:
+        pooled = _pooled_metrics([(p, kfold[d]["fold_params"][g]) for g, fold in enumerate(split[d]) for p in fold], fusion)
+        report["kfold"][d] = {"params": kfold[d]["fold_params"], **pooled}
+    return report
+
+
+def _pooled_metrics(pairs: list[tuple[Pool, dict]], fusion: Callable[[Pool, dict], np.ndarray]) -> dict[str, float]:
+    sums = {t: 0.0 for t in TARGETS}
+    counts = {t: 0 for t in TARGETS}
+    for pool, params in pairs:
+        m = session_metrics(rank_sessions(pool, fusion(pool, params)), pool.gold, pool.n_sessions)
+        for t in TARGETS:
+            if m.get(t) is not None:
+                sums[t] += m[t]
+                counts[t] += 1
+    return {t: round(sums[t] / counts[t], 4) if counts[t] else math.nan for t in TARGETS}
+
+
+# -- what ships: the library's own fusion over channels cut at the search depth -----------------
+
+
+def shipped_convex(pool: Pool, params: dict) -> np.ndarray:
+    """``vestige.read.fusion.convex`` as ``run_search`` calls it: each channel cut at ``depth``."""
+    from ..read.fusion import convex
+
+    depth = params.get("depth", 200)
+    has = ~np.isnan(pool.cosine)
+    dense_ids = np.flatnonzero(has)[np.argsort(-pool.cosine[has], kind="stable")][:depth]
+    lexical_ids = np.flatnonzero(pool.bm25 > 0)[np.argsort(-pool.bm25[pool.bm25 > 0], kind="stable")][:depth]
+    fused = convex([(int(i), float(pool.cosine[i])) for i in dense_ids],
+                   [(int(i), float(pool.bm25[i])) for i in lexical_ids], params["alpha"], depth)
+    chunk_scores = np.full(len(pool.session), -np.inf)
+    for item, score, _ in fused:
+        chunk_scores[item] = score
+    return session_max(pool, chunk_scores)
+
+
+FUSIONS["shipped-convex"] = (shipped_convex, [{"alpha": round(a, 2)} for a in np.arange(0, 1.0001, 0.05)])
+
+
+# -- a small learned ranker (lab): session features, a linear model trained on pairs -------------
+
+FEATURES = ("dense_tmm", "lexical_tmm", "dense_rrf", "lexical_rrf", "dense_z", "lexical_z",
+            "dense_2nd", "lexical_2nd", "convex", "log_chunks", "lexical_coverage",
+            "lexical_gap_x", "dense_gap_x")
+
+
+def _second(pool: Pool, chunk: np.ndarray) -> np.ndarray:
+    """Each session's second-best chunk score (its best if it has one chunk; 0 if none)."""
+    out = np.zeros(pool.n_sessions)
+    for s in range(pool.n_sessions):
+        v = np.sort(chunk[pool.session == s])[::-1]
+        out[s] = v[1] if len(v) > 1 else (v[0] if len(v) else 0.0)
+    return out
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    sd = x.std()
+    return (x - x.mean()) / sd if sd > 1e-12 else np.zeros_like(x)
+
+
+def session_features(pool: Pool) -> np.ndarray:
+    """(n_sessions, len(FEATURES)): every feature is normalised within the question."""
+    dn = _tmm_dense(pool.cosine)
+    ln = _tmm_lexical(pool.bm25)
+    sd, sl = session_max(pool, dn), session_max(pool, ln)
+    sd, sl = np.where(np.isinf(sd), 0.0, sd), np.where(np.isinf(sl), 0.0, sl)
+    rank_d = np.empty(pool.n_sessions)
+    rank_d[np.argsort(-sd, kind="stable")] = np.arange(1, pool.n_sessions + 1)
+    rank_l = np.empty(pool.n_sessions)
+    rank_l[np.argsort(-sl, kind="stable")] = np.arange(1, pool.n_sessions + 1)
+    cv = session_max(pool, 0.5 * dn + 0.5 * ln)
+    cv = np.where(np.isinf(cv), 0.0, cv)
+    n_chunks = np.bincount(pool.session, minlength=pool.n_sessions)
+    matched = np.bincount(pool.session, weights=(pool.bm25 > 0).astype(float), minlength=pool.n_sessions)
+    top_l = np.sort(sl)[::-1]
+    top_d = np.sort(sd)[::-1]
+    gap_l = top_l[0] - top_l[1] if len(top_l) > 1 else 0.0
+    gap_d = top_d[0] - top_d[1] if len(top_d) > 1 else 0.0
+    cols = [sd, sl, 60.0 / (60 + rank_d), 60.0 / (60 + rank_l), _z(sd), _z(sl),
+            _second(pool, dn), _second(pool, ln), cv, np.log1p(n_chunks), matched / np.maximum(n_chunks, 1),
+            sl * gap_l, sd * gap_d]
+    return np.stack(cols, axis=1)
+
+
+def _pairs(pools: Sequence[Pool], cache: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Feature differences gold - other, and each pair's weight (each question weighs 1)."""
+    diffs, weights = [], []
+    for pool in pools:
+        x = cache.setdefault(pool.qid, session_features(pool))
+        gold = [g for g in pool.gold if g < pool.n_sessions]
+        others = [s for s in range(pool.n_sessions) if s not in set(gold)]
+        if not gold or not others:
+            continue
+        d = (x[gold][:, None, :] - x[others][None, :, :]).reshape(-1, x.shape[1])
+        diffs.append(d)
+        weights.append(np.full(len(d), 1.0 / len(d)))
+    return np.concatenate(diffs), np.concatenate(weights)
+
+
+def train_linear(pools_by_dataset: dict[str, list[Pool]], cache: dict[str, np.ndarray],
+                 l2: float = 1e-2, steps: int = 30) -> np.ndarray:
+    """RankNet with a linear scorer: the L2-regularised logistic loss of (gold - other) pairs,
+    minimised by Newton's method (convex, 13 weights); each dataset weighs the same, each
+    question the same within it."""
+    parts = [_pairs(p, cache) for p in pools_by_dataset.values() if p]
+    x = np.concatenate([d for d, _ in parts])
+    c = np.concatenate([w / w.sum() for _, w in parts]) / len(parts)
+    w = np.zeros(x.shape[1])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(np.clip(x @ w, -30, 30)))  # P(pair misordered)
+        grad = -(c * p) @ x + l2 * w
+        hess = (x * (c * p * (1 - p))[:, None]).T @ x + l2 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def linear_scores(pool: Pool, params: dict) -> np.ndarray:
+    return session_features(pool) @ params["weights"]
+
+
+def cross_validate_learned(pools_by_dataset: dict[str, list[Pool]], n_folds: int = 5) -> dict[str, Any]:
+    cache: dict[str, np.ndarray] = {}
+    datasets = sorted(pools_by_dataset)
+    report: dict[str, Any] = {"fusion": "learned-linear"}
+    w_all = train_linear(pools_by_dataset, cache)
+    report["weights_all"] = dict(zip(FEATURES, np.round(w_all, 4).tolist()))
+    report["in_sample"] = {d: metrics_of(pools_by_dataset[d], linear_scores, {"weights": w_all}) for d in datasets}
+    report["cross_dataset"] = {}
+    for test in datasets if len(datasets) > 1 else []:
+        w = train_linear({d: p for d, p in pools_by_dataset.items() if d != test}, cache)
+        report["cross_dataset"][test] = metrics_of(pools_by_dataset[test], linear_scores, {"weights": w})
+    split = {d: folds(pools_by_dataset[d], n_folds) for d in datasets}
+    pairs: dict[str, list] = {d: [] for d in datasets}
+    for f in range(n_folds):
+        train = {d: [p for g, fold in enumerate(split[d]) if g != f for p in fold] for d in datasets}
+        w = train_linear(train, cache)
+        for d in datasets:
+            pairs[d] += [(p, {"weights": w}) for p in split[d][f]]
+    report["kfold"] = {d: _pooled_metrics(pairs[d], linear_scores) for d in datasets}
+    return report
+
+
+# -- the report: every fusion, cross-validated, against the single channels ---------------------
+
+REPORTED = ("vectors-only", "bm25-only", "rrf", "convex", "convex-session", "shipped-convex")
+
+
+def load(paths: Sequence[str]) -> dict[str, list[Pool]]:
+    from .pools import read_pools
+
+    out: dict[str, list[Pool]] = {}
+    for path in paths:
+        for row in read_pools(path):
+            out.setdefault(row["dataset"], []).append(to_pool(row))
+    return out
+
+
+def fusion_report(pools_by_dataset: dict[str, list[Pool]], learned: bool = True) -> dict[str, Any]:
+    """Every reported fusion cross-validated; a parameter-free one reports in sample only."""
+    report: dict[str, Any] = {"targets": list(TARGETS), "datasets": {d: len(p) for d, p in pools_by_dataset.items()},
+                              "fusions": {}}
+    for name in REPORTED:
+        report["fusions"][name] = cross_validate(pools_by_dataset, name)
+    if learned:
+        report["fusions"]["learned-linear"] = cross_validate_learned(pools_by_dataset)
+    return report
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """One table per dataset: in sample, cross-dataset and 5-fold out of sample, per fusion."""
+    lines = []
+    for d in sorted(report["datasets"]):
+        lines += [f"**{d}** ({report['datasets'][d]} questions)", "",
+                  "| fusion | fitted on all (in sample) | " + " | ".join(f"{t} in / cross / 5-fold" for t in TARGETS) + " |",
+                  "|---|---|" + "---|" * len(TARGETS)]
+        for name, r in report["fusions"].items():
+            params = r.get("fitted_on_all", "weights" if "weights_all" in r else "")
+            if isinstance(params, dict):
+                params = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+            cross = r.get("cross_dataset", {}).get(d, {})
+            cells = []
+            for t in TARGETS:
+                c = cross.get(t)
+                cells.append(f"{r['in_sample'][d][t]:.4f} / {'-' if c is None else f'{c:.4f}'} / {r['kfold'][d][t]:.4f}")
+            lines.append(f"| {name} | {params} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

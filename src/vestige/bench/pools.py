@@ -1,0 +1,81 @@
+"""Candidate pools: every chunk of a haystack with its score in each channel, one row per question.
+
+A fusion function only reads the two channels' scores, so once the pools are written every
+fusion (RRF, convex, adaptive, a learned ranker) and every cross-validation fold is re-scored
+in seconds, without the embedder. The pools are the training rows of ``vestige.read.ranker``:
+``vestige bench pools`` writes them from the dev data, deterministically.
+
+Row: {"id", "dataset", "unit", "type", "abstention", "gold": [session index], "n_sessions",
+"question_date", "session_dates", "chunks": [[session index, first turn, n_words, cosine or
+null, bm25 or null]]}. Every chunk of the haystack is listed: a chunk with no vector (no user
+words in the split view) has cosine null; a chunk that matches no query term has bm25 null.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .. import settings
+from .configs import get_config
+from .runner import APP, LOADERS, DEFAULT_CACHE, Runner
+
+ALL = 10_000  # deeper than any haystack: each channel returns every chunk it scores
+
+
+def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = "split",
+                limit: int | None = None, stride: int | None = None, cache_path: str | Path | None = DEFAULT_CACHE,
+                threads: int | None = None, progress: bool = True) -> int:
+    """Write the pools of every question of ``data`` to ``out`` (.jsonl.gz); returns the row count."""
+    from tqdm import tqdm
+
+    config = replace(get_config("default"), view=view, depth=ALL, chunks_asked=ALL)
+    runner = Runner(config, settings.EMBEDDER, cache_path, progress, threads)
+    haystacks = LOADERS[dataset](str(data), limit, stride)
+    prepared = runner._prepare(haystacks)
+    runner._embed_missing(prepared)
+    n = 0
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with gzip.open(out, "wt", encoding="utf-8", compresslevel=9) as f, \
+                tqdm(total=sum(len(h.questions) for h in haystacks), desc=f"pools {dataset}", unit="q",
+                     disable=not progress) as bar:
+            for hay in haystacks:
+                items = prepared[hay.unit]
+                memory = runner._index(items, "raw")
+                view_memory = memory.derive(depth=ALL, reranker=None, floor=None)
+                index = {p.session_id: i for i, p in enumerate(items)}
+                for q in hay.questions:
+                    hits = view_memory.search(q.text, app=APP, k=ALL, rerank=False)
+                    f.write(json.dumps(_row(dataset, hay.unit, q, items, index, hits), separators=(",", ":")) + "\n")
+                    n += 1
+                    bar.update(1)
+                memory.close()
+    finally:
+        runner.close()
+    return n
+
+
+def _row(dataset: str, unit: str, q: Any, items: list, index: dict[str, int], hits: list) -> dict[str, Any]:
+    chunks = sorted((
+        [index[h.session_id], int(h.first_turn or 0), len(h.text.split()),
+         _round(h.scores.get("dense")), _round(h.scores.get("lexical"))]
+        for h in hits
+    ), key=lambda c: (c[0], c[1], c[2]))
+    return {
+        "id": q.qid, "dataset": dataset, "unit": unit, "type": q.qtype, "abstention": q.abstention,
+        "gold": sorted(index[s] for s in q.gold if s in index), "n_sessions": len(items),
+        "question_date": q.date, "session_dates": [p.date for p in items], "chunks": chunks,
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 5)
+
+
+def read_pools(path: str | Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

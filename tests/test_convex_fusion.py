@@ -1,0 +1,133 @@
+"""Convex fusion of normalised scores (the default): what it computes, and the property it keeps.
+
+The property: raising a chunk's score in one channel never lowers its fused rank (nor lowering
+it ever raises the rank), whatever the other chunks score.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vestige import settings
+from vestige.errors import ConfigError
+from vestige.read.fusion import COSINE_FLOOR, convex, normalise_dense, normalise_lexical
+
+from conftest import add_all, make_sessions
+
+
+def _place(fused, item):
+    return [i for i, _, _ in fused].index(item)
+
+
+def test_scores_are_the_weighted_sum_of_theoretical_min_max():
+    dense = [(1, 0.8), (2, 0.2), (3, -0.5)]
+    lexical = [(3, 12.0), (4, 3.0)]
+    fused = {i: (s, r) for i, s, r in convex(dense, lexical, 0.4, depth=200)}
+    d = lambda cos: (cos - COSINE_FLOOR) / (0.8 - COSINE_FLOOR)  # noqa: E731
+    assert fused[1][0] == pytest.approx(0.4 * 1.0 + 0.6 * 0.0)
+    assert fused[2][0] == pytest.approx(0.4 * d(0.2))
+    assert fused[3][0] == pytest.approx(0.4 * d(-0.5) + 0.6 * 1.0)
+    assert fused[4][0] == pytest.approx(0.6 * 3.0 / 12.0)
+    assert fused[3][1] == {"dense": 3, "lexical": 1}
+    assert fused[4][1] == {"dense": None, "lexical": 2}
+
+
+def test_a_decisive_channel_keeps_its_margin():
+    """BM25 ranks a chunk first by a wide margin, the dense channel ranks it 42nd: RRF lets any
+    chunk both channels rank around 5th-10th beat it; the convex fusion keeps it first."""
+    dense = [(i, 0.60 - i * 0.002) for i in range(100, 141)] + [(1, 0.52)]
+    lexical = [(1, 20.0)] + [(i, 2.0 - (i - 100) * 0.01) for i in range(100, 110)]
+    assert convex(dense, lexical, 0.5, depth=200)[0][0] == 1
+
+
+def test_missing_from_a_cut_list_gets_its_last_score_and_from_a_whole_list_the_floor():
+    dense = [(1, 0.9), (2, 0.5)]
+    lexical = [(3, 4.0)]
+    cut = {i: s for i, s, _ in convex(dense, lexical, 0.5, depth=2)}  # dense was cut at depth 2
+    whole = {i: s for i, s, _ in convex(dense, lexical, 0.5, depth=200)}
+    assert cut[3] == pytest.approx(0.5 * normalise_dense(dense)[2] + 0.5)
+    assert whole[3] == pytest.approx(0.5)
+
+
+def _scored(rng: random.Random, low: float, high: float) -> list[tuple[int, float]]:
+    """A channel's answer: some of 40 ids with scores in [low, high], best first."""
+    ids = rng.sample(range(40), rng.randint(1, 30))
+    return sorted(((i, rng.uniform(low, high)) for i in ids), key=lambda t: -t[1])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_raising_a_score_in_one_channel_never_lowers_the_fused_rank(seed):
+    rng = random.Random(seed)
+    dense, lexical = _scored(rng, -0.3, 0.9), _scored(rng, 0.0, 15.0)
+    weight = rng.choice([0.0, 0.3, 0.5, 0.7, 1.0])
+    before = convex(dense, lexical, weight, depth=200)
+    channel = rng.choice(["dense", "lexical"])
+    scored = dense if channel == "dense" else lexical
+    item, score = rng.choice(scored)
+    raised_score = score + rng.uniform(0.01, 5.0) * (0.2 if channel == "dense" else 3.0)
+    raised = [(i, raised_score if i == item else s) for i, s in scored]
+    raised.sort(key=lambda t: -t[1])
+    after = convex(raised, lexical, weight, 200) if channel == "dense" else convex(dense, raised, weight, 200)
+    assert _place(after, item) <= _place(before, item)
+
+
+def test_normalisers_map_into_zero_one():
+    assert normalise_dense([]) == {} and normalise_lexical([]) == {}
+    assert normalise_dense([(1, 0.3)]) == {1: 1.0}
+    assert normalise_lexical([(1, 0.0)]) == {1: 0.0}  # all-zero BM25: nothing to prefer
+    values = normalise_dense([(i, c) for i, c in enumerate([0.9, 0.1, -1.0])]).values()
+    assert all(0.0 <= v <= 1.0 for v in values)
+
+
+def test_weight_outside_zero_one_is_refused():
+    with pytest.raises(ValueError, match="dense weight"):
+        convex([(1, 0.5)], [], 1.5, 200)
+
+
+def test_memory_default_is_convex_and_options_are_checked(memory):
+    assert memory.settings.fusion == settings.FUSION == "convex"
+    assert memory.settings.dense_weight == settings.FUSION_DENSE_WEIGHT
+    with pytest.raises(ConfigError, match="unknown fusion"):
+        memory.derive(fusion="sum")
+    with pytest.raises(ConfigError, match="dense_weight"):
+        memory.derive(dense_weight=2)
+    with pytest.raises(ConfigError, match="dense_weight"):
+        memory.derive(dense_weight=True)
+
+
+def test_memory_hits_carry_the_convex_score(memory):
+    memory.reranker = None
+    add_all(memory, make_sessions(30, seed=3), app="a")
+    hits = memory.search("copper falcon harbor", app="a", k=10)
+    query_vec = memory.embedder.embed(["copper falcon harbor"])
+    dense = memory.dense.search("a", query_vec, 200)
+    lexical = memory.lexical.search("a", ["copper", "falcon", "harbor"], 200, 1.5, 0.75)
+    expected = convex(dense, lexical, settings.FUSION_DENSE_WEIGHT, 200)[:10]
+    assert [h.chunk_id for h in hits] == [i for i, _, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([s for _, s, _ in expected])
+    assert all(h.stage == "fused" for h in hits)
+
+
+def test_weight_one_is_the_dense_order_and_zero_the_lexical_order(memory):
+    memory.reranker = None
+    add_all(memory, make_sessions(30, seed=5), app="a")
+    query = "copper falcon harbor"
+    dense_first = memory.derive(dense_weight=1.0).search(query, app="a", k=5)
+    assert [h.ranks["dense"] for h in dense_first] == [1, 2, 3, 4, 5]
+    lexical_first = memory.derive(dense_weight=0.0).search(query, app="a", k=3)
+    assert [h.ranks["lexical"] for h in lexical_first] == [1, 2, 3]
+
+
+def test_the_lab_default_is_what_memory_does_by_default():
+    """Bench config "default" measures what ships: every search option of Memory()."""
+    from vestige.bench.configs import get_config
+    from vestige.read.search import SearchSettings
+
+    c = get_config("default")
+    shipped = SearchSettings()
+    assert (c.fusion, c.dense_weight, c.rrf_k, c.k1, c.b, c.depth, c.rerank_depth) == (
+        shipped.fusion, shipped.dense_weight, shipped.rrf_k, shipped.k1, shipped.b, shipped.depth, shipped.rerank_depth)
+    assert c.reranker == settings.RERANKER and c.view == settings.PLAN
+    assert c.floor is None  # the lab measures rankings; the floor is calibrated apart
