@@ -17,6 +17,14 @@ medians over ``--repeats`` passes of every query, interleaved so load hits all a
   no second stage) with each dense index;
 * recall@200 of the hnsw dense ranking against the exact one (ids);
 * cold start in a new process: open the file, first query (hybrid), per dense index.
+
+``--build-only`` stops after the build and the cold starts. ``--baseline SRC`` (a ``src``
+folder of another vestige checkout) measures build and cold start side by side instead: each
+repeat builds once with that tree and once with this one (in new processes, alternating, so
+load hits both alike), then cold starts with both on the same file:
+
+    python benchmarks/scale.py --size 100000 --baseline /tmp/old/src --repeats 3 \
+        --out benchmarks/results/scale_100k_bulk.json
 """
 
 from __future__ import annotations
@@ -210,15 +218,25 @@ print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_query_s": t3 - 
 """
 
 
-def cold(path: Path, dense: str, q: str, v: np.ndarray, repeats: int) -> dict:
+def source_env(src: str | None) -> dict[str, str] | None:
+    """The environment of a child process that imports vestige from ``src`` (None: this one)."""
+    if src is None:
+        return None
+    return os.environ | {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+
+
+def cold(path: Path, dense: str, q: str, v: np.ndarray, repeats: int, src: str | None = None) -> dict:
     runs = []
     for _ in range(repeats):
         out = subprocess.run([sys.executable, "-c", COLD, str(path), q, json.dumps(v.tolist()), dense,
-                              str(Path(__file__).parent)], capture_output=True, text=True, check=True)
+                              str(Path(__file__).parent)], capture_output=True, text=True, check=True,
+                             env=source_env(src))
         row = json.loads(out.stdout.strip().splitlines()[-1])
         row["open_plus_first_query_s"] = row["open_s"] + row["first_query_s"]
         runs.append(row)
         log(f"  cold {dense}: {row}")
+    if not runs:
+        return {}
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]} | {"runs": runs}
 
 
@@ -231,7 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="keep an existing database of that size")
     parser.add_argument("--cold-repeats", type=int, default=3)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--cold-file", default=None, help="with --baseline: cold start on this database")
+    parser.add_argument("--build-only", action="store_true", help="only the build and the cold starts")
+    parser.add_argument("--baseline", default=None, help="src folder of another vestige: build and cold start side by side")
     args = parser.parse_args(argv)
+    if args.baseline:
+        return compare(args)
     with gzip.open(LONGMEMEVAL) as f:
         records = json.load(f)
     work = Path(args.workdir)
@@ -243,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         result["build"] = build(path, args.size, records)
         log(f"  {result['build']}")
     texts, qvecs = queries(records, args.queries)
+    if args.build_only:
+        for dense in ("exact", "hnsw"):
+            result[f"cold_{dense}"] = cold(path, dense, texts[1], qvecs[1], args.cold_repeats)
+        return finish(result, args.out)
     lookup = dict(zip(texts, qvecs))
     memories = {}
     for dense in ("exact", "hnsw"):
@@ -295,12 +322,46 @@ def main(argv: list[str] | None = None) -> int:
         m.close()
     for dense in ("exact", "hnsw"):
         result[f"cold_{dense}"] = cold(path, dense, texts[1], qvecs[1], args.cold_repeats)
+    return finish(result, args.out)
+
+
+def finish(result: dict, out: str | None) -> int:
     result["load1_end"] = os.getloadavg()[0]
     text = json.dumps(result, indent=2)
     print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    if out:
+        Path(out).write_text(text + "\n")
     return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Build and cold start with the baseline tree and with this one, alternating."""
+    variants = {"baseline": args.baseline, "current": None}
+    work = Path(args.workdir)
+    result: dict = {"size": args.size, "cpus": os.cpu_count(), "load1_start": os.getloadavg()[0],
+                    "baseline_src": args.baseline, "builds": {v: [] for v in variants}}
+    for r in range(args.repeats):
+        for name, src in variants.items():
+            out = work / name
+            out.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--size", str(args.size), "--workdir", str(out), "--build-only",
+                 "--cold-repeats", "0", "--queries", "2"],
+                capture_output=True, text=True, check=True, env=source_env(src))
+            build = json.loads(proc.stdout)["build"]
+            result["builds"][name].append(build)
+            log(f"  repeat {r} {name}: {build['store_write_s']:.2f} s writing")
+    if args.repeats:  # --repeats 0: cold starts only, on --cold-file
+        result["store_write_s_median"] = {
+            name: statistics.median(b["store_write_s"] for b in runs) for name, runs in result["builds"].items()}
+    with gzip.open(LONGMEMEVAL) as f:
+        texts, qvecs = queries(json.load(f), 2)
+    path = Path(args.cold_file) if args.cold_file else work / "current" / f"scale-{args.size}.sqlite"
+    result["cold_file"] = str(path)
+    for dense in ("exact", "hnsw"):
+        for name, src in variants.items():
+            result[f"cold_{dense}_{name}"] = cold(path, dense, texts[1], qvecs[1], args.cold_repeats, src)
+    return finish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ transaction; everything that decides what a block holds happens here.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import itertools
+from collections import defaultdict
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -43,68 +45,105 @@ def add(blocks: PostingBlocks, chunks: Sequence[tuple[int, Sequence[str]]]) -> N
     batch.flush()
 
 
+@runtime_checkable
+class OrderedTermCreation(Protocol):
+    """Optional on a ``PostingBlocks``: create absent terms in one statement, in the given order."""
+
+    def create_terms(self, ordered: Sequence[str]) -> dict[str, int]:
+        """Add terms none of which exists yet, each the largest id + 1 in the order given."""
+
+
+def _count_pairs(terms: np.ndarray, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (term, chunk) pairs sorted by term then chunk, which is (term, block, chunk),
+    with how often each occurs (the term frequency)."""
+    if len(terms) and int(terms.max()) < 1 << 31 and int(chunks.max()) < 1 << 32:
+        # One int64 key sorts in a fraction of the time of a two-key lexsort.
+        keys, tf = np.unique((terms << 32) | chunks, return_counts=True)
+        return keys >> 32, keys & 0xFFFFFFFF, tf
+    order = np.lexsort((chunks, terms))
+    terms, chunks = terms[order], chunks[order]
+    starts = np.flatnonzero(np.r_[True, (terms[1:] != terms[:-1]) | (chunks[1:] != chunks[:-1])])
+    return terms[starts], chunks[starts], np.diff(np.r_[starts, len(terms)])
+
+
 class Batch:
     """Several ``add`` calls with one read and one write of the blocks they touch, at ``flush``.
 
-    Term ids are assigned at each ``add``, in call order: exactly the ids separate ``add`` calls
-    assign (BM25 sums terms in ascending term id, so the scores stay the same to the bit), and
-    the blocks end up byte for byte the same. Chunk ids must ascend across the calls. Flush
-    before anything reads the blocks or the statistics (``remove``): until then they lag."""
+    Term ids are assigned at ``flush``, but in the order separate ``add`` calls would assign
+    them (each call's new terms sorted, calls in order): BM25 sums terms in ascending term id,
+    so the scores stay the same to the bit, and the blocks end up byte for byte the same.
+    Chunk ids must ascend across the calls. Flush before anything reads the blocks or the
+    statistics (``remove``): until then they lag."""
 
     def __init__(self, blocks: PostingBlocks):
         self.blocks = blocks
         self.n_docs = 0
         self.total_len = 0
-        # Terms whose id this batch already knows (they exist: asking again creates nothing).
-        self.known: dict[str, int] = {}
-        # One entry per (chunk, distinct term), in chunk id order.
-        self._terms: list[int] = []
-        self._chunks: list[int] = []
-        self._tfs: list[int] = []
+        # Per add call, its terms as given (ids are resolved at flush, counted there in numpy).
+        self._calls: list[list[str]] = []
+        self._chunk_ids: list[int] = []  # one per term given, parallel to the calls' terms
 
     def add(self, chunks: Sequence[tuple[int, Sequence[str]]]) -> None:
         if not chunks:
             return
-        counts = [(chunk_id, Counter(terms)) for chunk_id, terms in chunks]
-        known = self.known
-        unknown = {t for _, c in counts for t in c if t not in known}
-        if unknown:
-            known.update(self.blocks.term_ids(unknown, create=True))
-        for chunk_id, counter in counts:
-            self._terms.extend([known[t] for t in counter])
-            self._tfs.extend(counter.values())
-            self._chunks.extend([chunk_id] * len(counter))
-            self.total_len += counter.total()
+        terms: list[str] = []
+        for chunk_id, chunk_terms in chunks:
+            terms.extend(chunk_terms)
+            self._chunk_ids.extend([chunk_id] * len(chunk_terms))
+        self._calls.append(terms)
+        self.total_len += len(terms)
         self.n_docs += len(chunks)
+
+    def _term_ids(self) -> dict[str, int]:
+        """Ids of every term of the pending calls, creating the absent ones in call order.
+        Looked up afresh at each flush: a remove between two flushes may drop terms."""
+        groups = [set(terms) for terms in self._calls]
+        wanted = set().union(*groups)
+        known = self.blocks.term_ids(wanted, create=False)
+        missing = wanted.difference(known)
+        fresh: list[list[str]] = []
+        for group in groups:
+            if not missing:
+                break
+            new = sorted(missing.intersection(group))
+            if new:
+                fresh.append(new)
+                missing.difference_update(new)
+        if fresh and isinstance(self.blocks, OrderedTermCreation):
+            known.update(self.blocks.create_terms([t for new in fresh for t in new]))
+        else:  # one call per group: the ids those calls have always given
+            for new in fresh:
+                known.update(self.blocks.term_ids(new, create=True))
+        return known
+
+    def _grouped(self, known: dict[str, int]) -> dict[tuple[int, int], bytes]:
+        """The pending postings packed per (term id, block), chunk ids ascending in each."""
+        terms = np.fromiter(map(known.__getitem__, itertools.chain.from_iterable(self._calls)),
+                            dtype=np.int64, count=len(self._chunk_ids))
+        chunks = np.asarray(self._chunk_ids, dtype=np.int64)
+        terms, chunks, tf = _count_pairs(terms, chunks)
+        pairs = np.empty((len(terms), 2), dtype="<u2")
+        pairs[:, 0] = chunks & (BLOCK_SIZE - 1)
+        pairs[:, 1] = np.minimum(tf, MAX_TF)
+        blocks_of = chunks >> BLOCK_BITS
+        heads = np.flatnonzero(np.r_[True, (terms[1:] != terms[:-1]) | (blocks_of[1:] != blocks_of[:-1])])
+        ends = np.r_[heads[1:], len(terms)].tolist()
+        packed = pairs.tobytes()
+        keys = zip(terms[heads].tolist(), blocks_of[heads].tolist())
+        return dict(zip(keys, [packed[4 * s : 4 * e] for s, e in zip(heads.tolist(), ends)]))
 
     def flush(self) -> None:
         if not self.n_docs:
             return
-        if not self._terms:  # chunks of stopwords only: counted, no posting to write
-            self.blocks.add_stats(self.n_docs, self.total_len)
-            self.n_docs = self.total_len = 0
-            return
-        terms = np.asarray(self._terms, dtype=np.int64)
-        chunks = np.asarray(self._chunks, dtype=np.int64)
-        blocks_of = chunks >> BLOCK_BITS
-        # Group by (term, block), keeping chunk id order inside each group (a stable sort).
-        key = (terms << 32) | blocks_of
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        pairs = np.empty((len(order), 2), dtype="<u2")
-        pairs[:, 0] = (chunks & (BLOCK_SIZE - 1))[order]
-        pairs[:, 1] = np.minimum(np.asarray(self._tfs, dtype=np.int64), MAX_TF)[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-        ends = np.r_[starts[1:], len(key)]
-        packed = pairs.tobytes()
-        grouped = {
-            (int(k >> 32), int(k & 0xFFFFFFFF)): packed[4 * s : 4 * e]
-            for k, s, e in zip(key[starts].tolist(), starts.tolist(), ends.tolist())
-        }
-        existing = self.blocks.read_blocks(list(grouped))
-        self.blocks.write_blocks({k: existing.get(k, b"") + data for k, data in grouped.items()})
+        if self._chunk_ids:
+            grouped = self._grouped(self._term_ids())
+            existing = self.blocks.read_blocks(list(grouped))
+            if existing:
+                grouped = {k: existing.get(k, b"") + data for k, data in grouped.items()}
+            self.blocks.write_blocks(grouped)
+        # Chunks of stopwords only are counted, with no posting to write.
         self.blocks.add_stats(self.n_docs, self.total_len)
-        self._terms, self._chunks, self._tfs = [], [], []
+        self._calls, self._chunk_ids = [], []
         self.n_docs = self.total_len = 0
 
 

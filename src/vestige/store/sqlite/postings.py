@@ -7,11 +7,12 @@ This module only moves bytes and counts; what a block holds is decided by
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
 from ... import lexical
+from ...lexical.postings import BLOCK_BITS
 from ..base import LexicalStats
 
 
@@ -53,16 +54,33 @@ class Blocks:
     def __init__(self, cur: sqlite3.Cursor, app_id: int):
         self.cur = cur
         self.app_id = app_id
+        # Blocks above this number hold no posting (see no_postings_above); None: unknown.
+        self._last_used_block: int | None = None
+
+    def no_postings_above(self, chunk_id: int) -> None:
+        """No chunk id above ``chunk_id`` was ever handed out before the chunks being indexed
+        (AUTOINCREMENT never goes back), so no block past its block can exist: reads skip them."""
+        self._last_used_block = chunk_id >> BLOCK_BITS
 
     def term_ids(self, terms: Collection[str], *, create: bool) -> dict[str, int]:
         return term_ids(self.cur, terms, create)
+
+    def create_terms(self, ordered: Sequence[str]) -> dict[str, int]:
+        # Explicit ids, each the largest + 1 in the order given: what one INSERT per term
+        # gives (the rowid rule), in one statement, with no read back.
+        base = self.cur.execute("SELECT coalesce(max(id), 0) FROM lex_terms").fetchone()[0]
+        ids = {term: base + 1 + i for i, term in enumerate(ordered)}
+        self.cur.executemany("INSERT INTO lex_terms (id, term) VALUES (?, ?)", [(i, t) for t, i in ids.items()])
+        return ids
 
     def read_blocks(self, keys: Collection[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         # Per block number, the terms asked, 500 at a time: a few statements per batch of
         # chunks instead of one per (term, block).
         wanted: dict[int, list[int]] = {}
+        last = self._last_used_block
         for term_id, block in keys:
-            wanted.setdefault(block, []).append(term_id)
+            if last is None or block <= last:
+                wanted.setdefault(block, []).append(term_id)
         out = {}
         for block, terms in wanted.items():
             for start in range(0, len(terms), 500):
@@ -79,14 +97,14 @@ class Blocks:
         return out
 
     def write_blocks(self, blocks: Mapping[tuple[int, int], bytes]) -> None:
+        app_id = self.app_id
         self.cur.executemany(
             "INSERT OR REPLACE INTO lex_postings (app_id, term_id, block, data) VALUES (?, ?, ?, ?)",
-            [(self.app_id, t, b, data) for (t, b), data in blocks.items() if data],
+            [(app_id, t, b, data) for (t, b), data in blocks.items() if data],
         )
-        self.cur.executemany(
-            "DELETE FROM lex_postings WHERE app_id = ? AND term_id = ? AND block = ?",
-            [(self.app_id, t, b) for (t, b), data in blocks.items() if not data],
-        )
+        gone = [(app_id, t, b) for (t, b), data in blocks.items() if not data]
+        if gone:
+            self.cur.executemany("DELETE FROM lex_postings WHERE app_id = ? AND term_id = ? AND block = ?", gone)
 
     def add_stats(self, n_docs: int, total_len: int) -> None:
         self.cur.execute(
@@ -124,6 +142,22 @@ def read_blocks_for_terms(cur: sqlite3.Cursor, app_id: int, terms: Collection[st
 
 
 def doc_lengths(cur: sqlite3.Cursor, app_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ids and BM25 lengths of the app's lexical chunks, ascending (the covering index).
+
+    Read as two comma-joined strings that numpy parses, not a million Python tuples: the
+    first query of a new process at 1M chunks spent 1 s here (now about a third)."""
+    ids_text, lengths_text = cur.execute(
+        "SELECT group_concat(id), group_concat(lex_len) FROM (SELECT id, lex_len FROM chunks "
+        "WHERE app_id = ? AND in_lexical = 1 ORDER BY id)",
+        (app_id,),
+    ).fetchone()
+    if ids_text is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    ids = np.fromstring(ids_text, dtype=np.int64, sep=",")
+    lengths = np.fromstring(lengths_text, dtype=np.float64, sep=",")
+    if len(ids) == len(lengths) and bool(np.all(ids[1:] > ids[:-1])):
+        return ids, lengths
+    # SQLite does not promise group_concat's order: read row by row if it was not kept.
     rows = cur.execute(
         "SELECT id, lex_len FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id", (app_id,)
     ).fetchall()

@@ -49,55 +49,82 @@ def content_hashes(cur: sqlite3.Cursor, app_id: int, kind: str, external_ids: Se
     return out
 
 
-def insert_item(cur: sqlite3.Cursor, app_id: int, item: Item) -> int:
-    """Insert the item's own row (and a session's messages); returns its primary key."""
-    metadata = json.dumps(item.metadata, ensure_ascii=False)
-    if item.kind == "session":
-        cur.execute(
-            "INSERT INTO sessions (app_id, external_id, date, metadata, content_hash, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (app_id, item.external_id, item.date, metadata, item.content_hash, now_iso()),
-        )
-        pk = cur.lastrowid
-        cur.executemany(
-            "INSERT INTO messages (session_id, position, role, content, time) VALUES (?, ?, ?, ?, ?)",
-            [(pk, i, m.role, m.content, m.time) for i, m in enumerate(item.messages)],
-        )
-    else:
-        cur.execute(
-            "INSERT INTO facts (app_id, external_id, text, date, metadata, content_hash, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (app_id, item.external_id, item.text, item.date, metadata, item.content_hash, now_iso()),
-        )
-        pk = cur.lastrowid
-    assert pk is not None
-    return pk
+def item_pks(cur: sqlite3.Cursor, app_id: int, kind: str, external_ids: Sequence[str]) -> dict[str, int]:
+    """external id -> primary key, for the ids stored, 500 per statement."""
+    out: dict[str, int] = {}
+    for start in range(0, len(external_ids), 500):
+        part = list(external_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        out.update(cur.execute(
+            f"SELECT external_id, id FROM {table(kind)} WHERE app_id = ? AND external_id IN ({marks})",
+            (app_id, *part),
+        ).fetchall())
+    return out
 
 
-def insert_chunks(
-    cur: sqlite3.Cursor, app_id: int, kind: str, item_pk: int, chunks: Sequence[IndexedChunk], date: str | None
-) -> list[tuple[int, list[str]]]:
-    """Insert chunk rows in order; returns (chunk id, terms) of the lexical ones."""
-    session_pk = item_pk if kind == "session" else None
-    fact_pk = item_pk if kind == "fact" else None
-    indexed: list[tuple[int, list[str]]] = []
-    for item in chunks:
-        c = item.chunk
-        cur.execute(
-            "INSERT INTO chunks (app_id, session_id, fact_id, position, view, roles, "
-            "first_turn, last_turn, text, date, n_tokens, lex_len, in_lexical, vector, embed_text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                app_id, session_pk, fact_pk, c.position, c.view, ",".join(c.roles), c.first_turn,
-                c.last_turn, c.text, date, c.n_tokens, len(item.terms) if c.lexical else 0,
-                int(c.lexical),
-                np.ascontiguousarray(item.vector, dtype=np.int8).tobytes() if c.dense else None,
-                c.embed_text if c.dense else None,
-            ),
-        )
-        if c.lexical:
-            assert cur.lastrowid is not None
-            indexed.append((cur.lastrowid, item.terms))
+def last_chunk_id(cur: sqlite3.Cursor) -> int:
+    """The largest chunk id ever handed out (AUTOINCREMENT's rule: the sequence or the largest
+    row, whichever is larger); the next chunk gets this + 1."""
+    return cur.execute(
+        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0), "
+        "coalesce((SELECT max(id) FROM chunks), 0))"
+    ).fetchone()[0]
+
+
+def _last_item_id(cur: sqlite3.Cursor, kind: str) -> int:
+    return cur.execute(f"SELECT coalesce(max(id), 0) FROM {table(kind)}").fetchone()[0]
+
+
+def _chunk_row(app_id: int, kind: str, item_pk: int, chunk_id: int, item: IndexedChunk, date: str | None) -> tuple:
+    c = item.chunk
+    return (
+        chunk_id, app_id, item_pk if kind == "session" else None, item_pk if kind == "fact" else None,
+        c.position, c.view, ",".join(c.roles), c.first_turn, c.last_turn, c.text, date, c.n_tokens,
+        len(item.terms) if c.lexical else 0, int(c.lexical),
+        np.ascontiguousarray(item.vector, dtype=np.int8).tobytes() if c.dense else None,
+        c.embed_text if c.dense else None,
+    )
+
+
+def insert_items(
+    cur: sqlite3.Cursor, app_id: int, items: Sequence[tuple[Item, Sequence[IndexedChunk]]]
+) -> list[list[tuple[int, list[str]]]]:
+    """Insert items none of which is stored yet, with their messages and chunks: one statement
+    per table. Ids are given explicitly, each the one a row-by-row insert would get (an item:
+    its table's largest id + 1; a chunk: the largest ever handed out + 1), so rows, their order
+    and the postings keyed on them stay as they were. Returns, per item, (chunk id, terms) of
+    its lexical chunks."""
+    next_pk = {kind: _last_item_id(cur, kind) for kind in {item.kind for item, _ in items}}
+    chunk_id = last_chunk_id(cur)
+    sessions, facts, messages, chunk_rows = [], [], [], []
+    indexed: list[list[tuple[int, list[str]]]] = []
+    for item, chunks in items:
+        next_pk[item.kind] += 1
+        pk = next_pk[item.kind]
+        metadata = json.dumps(item.metadata, ensure_ascii=False)
+        if item.kind == "session":
+            sessions.append((pk, app_id, item.external_id, item.date, metadata, item.content_hash, now_iso()))
+            messages.extend((pk, i, m.role, m.content, m.time) for i, m in enumerate(item.messages))
+        else:
+            facts.append((pk, app_id, item.external_id, item.text, item.date, metadata, item.content_hash, now_iso()))
+        lexical: list[tuple[int, list[str]]] = []
+        for one in chunks:
+            chunk_id += 1
+            chunk_rows.append(_chunk_row(app_id, item.kind, pk, chunk_id, one, item.date))
+            if one.chunk.lexical:
+                lexical.append((chunk_id, one.terms))
+        indexed.append(lexical)
+    cur.executemany(
+        "INSERT INTO sessions (id, app_id, external_id, date, metadata, content_hash, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)", sessions)
+    cur.executemany(
+        "INSERT INTO facts (id, app_id, external_id, text, date, metadata, content_hash, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", facts)
+    cur.executemany("INSERT INTO messages (session_id, position, role, content, time) VALUES (?, ?, ?, ?, ?)", messages)
+    cur.executemany(
+        "INSERT INTO chunks (id, app_id, session_id, fact_id, position, view, roles, first_turn, last_turn, "
+        "text, date, n_tokens, lex_len, in_lexical, vector, embed_text) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
     return indexed
 
 

@@ -179,23 +179,47 @@ class SQLiteStore(Store):
             if not items:
                 return
             app_id = self._ensure_app(cur, app)
-            # Postings of the whole call written once (term ids still assigned item by item).
-            pending = lexical_postings.Batch(postings.Blocks(cur, app_id))
-            replaced = False
-            for item, chunks in items:
-                if records.item_pk(cur, app_id, item.kind, item.external_id) is not None:
-                    pending.flush()  # the delete reads the blocks and statistics
-                    if archive:
-                        old = records.get_item(cur, app_id, item.kind, item.external_id)
-                        assert old is not None
-                        records.archive_item(cur, app_id, old, now_iso())
-                    replaced |= self._delete(cur, app_id, item.kind, item.external_id)
-                pk = records.insert_item(cur, app_id, item)
-                indexed = records.insert_chunks(cur, app_id, item.kind, pk, chunks, item.date)
-                pending.add(indexed)
-            pending.flush()
+            replaced = self._put(cur, app_id, items, archive)
             self._bump(cur, app_id, purge=replaced)
         self._forget(replaced)
+
+    @classmethod
+    def _put(cls, cur: sqlite3.Cursor, app_id: int, items: Sequence[tuple[Item, Sequence[IndexedChunk]]],
+             archive: bool) -> bool:
+        """Insert the items in runs of new ones, one statement per table and run; an item already
+        stored (or given earlier in the call) ends the run and is replaced. Postings are
+        written once per run. Returns whether anything was replaced."""
+        blocks = postings.Blocks(cur, app_id)
+        pending = lexical_postings.Batch(blocks)
+        stored = {kind: set(records.item_pks(cur, app_id, kind, [i.external_id for i, _ in items if i.kind == kind]))
+                  for kind in dict.fromkeys(item.kind for item, _ in items)}
+        run: list[tuple[Item, Sequence[IndexedChunk]]] = []
+        replaced = False
+        for item, chunks in items:
+            if item.external_id in stored[item.kind]:
+                cls._insert_run(cur, blocks, pending, run)
+                run = []
+                pending.flush()  # the delete reads the blocks and statistics
+                if archive:
+                    old = records.get_item(cur, app_id, item.kind, item.external_id)
+                    assert old is not None
+                    records.archive_item(cur, app_id, old, now_iso())
+                replaced |= cls._delete(cur, app_id, item.kind, item.external_id)
+            stored[item.kind].add(item.external_id)  # a second copy in this call replaces it
+            run.append((item, chunks))
+        cls._insert_run(cur, blocks, pending, run)
+        pending.flush()
+        return replaced
+
+    @staticmethod
+    def _insert_run(cur: sqlite3.Cursor, blocks: postings.Blocks, pending: lexical_postings.Batch,
+                    run: Sequence[tuple[Item, Sequence[IndexedChunk]]]) -> None:
+        if not run:
+            return
+        # Read before the inserts: the blocks of the run's chunk ids past it cannot exist yet.
+        blocks.no_postings_above(records.last_chunk_id(cur))
+        for indexed in records.insert_items(cur, blocks.app_id, run):
+            pending.add(indexed)  # one call per item: term ids as item-by-item writes give them
 
     @staticmethod
     def _delete(cur: sqlite3.Cursor, app_id: int, kind: str, external_id: str) -> bool:
