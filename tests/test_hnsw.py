@@ -138,6 +138,23 @@ def test_auto_keeps_small_apps_exact(db):
     assert isinstance(dense_index(store, "exact"), ExactDenseIndex)
 
 
+def test_a_small_app_is_counted_once_per_write_not_per_query(db):
+    """Under min_vectors the exact scan serves; the count that decides it is read again only
+    after a write (it cost more than the scan itself at 10k chunks)."""
+    store, path = db
+    ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=10_000)
+    calls = []
+    counts = store.counts
+    store.counts = lambda app: calls.append(app) or counts(app)  # type: ignore[method-assign]
+    q = queries(1, 15)
+    for _ in range(5):
+        assert ann.search("a", q, 40) == ExactDenseIndex(store).search("a", q, 40)
+    assert calls == ["a"]
+    put(store, "a", vectors(50, 16), "more")
+    ann.search("a", q, 40)
+    assert calls == ["a", "a"]
+
+
 def test_large_app_built_in_background_exact_meanwhile(db):
     store, path = db
     ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=1000)
