@@ -42,6 +42,14 @@ def test_quoted_phrases_are_kept_verbatim() -> None:
         ("Where did I go in May?", datetime(2022, 5, 1), datetime(2022, 6, 1)),
         ("What did I do in March 2023?", datetime(2023, 3, 1), datetime(2023, 4, 1)),
         ("What did I read two weeks ago?", datetime(2023, 3, 31), datetime(2023, 4, 9)),
+        # Absolute days, month phrases, seasons and years (LoCoMo asks these)
+        ("What painting did Melanie show on October 13, 2022?", datetime(2022, 10, 13), datetime(2022, 10, 14)),
+        ("What happened on the 3rd of April?", datetime(2023, 4, 3), datetime(2023, 4, 4)),
+        ("What did we plan for 20 May?", datetime(2022, 5, 20), datetime(2022, 5, 21)),
+        ("What did she start at the beginning of November 2022?", datetime(2022, 11, 1), datetime(2022, 12, 1)),
+        ("Where did we go last summer?", datetime(2022, 6, 1), datetime(2022, 9, 1)),
+        ("What did I do in the winter of 2021?", datetime(2021, 12, 1), datetime(2022, 3, 1)),
+        ("How many times did I go to the beach in 2022?", datetime(2022, 1, 1), datetime(2023, 1, 1)),
     ],
 )
 def test_time_expressions_resolve_against_now(question, start, end) -> None:
@@ -52,6 +60,9 @@ def test_time_expressions_resolve_against_now(question, start, end) -> None:
 def test_questions_without_a_time_name_no_span() -> None:
     assert resolve_time("How many weeks ago did I attend the sale?", NOW) is None
     assert resolve_time("What is my cat called?", NOW) is None
+    assert resolve_time("May I ask what my cat is called?", NOW) is None
+    assert resolve_time("What did I order on May 40?", NOW) is None  # no such day
+    assert resolve_time("I have 2022 photos from the trip", NOW) is None  # a count, not a year
 
 
 def _hit(i: int, text: str, date: str) -> Hit:

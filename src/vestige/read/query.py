@@ -145,11 +145,69 @@ def _resolve_time(question: str, now: datetime) -> TimeSpan | None:
         days = _UNIT_DAYS[m.group(1)]
         return TimeSpan(today - timedelta(days=2 * days), today, m.group(0))
     month_names = "|".join(sorted((k for k in _MONTHS if len(k) > 3 or k == "may"), key=len, reverse=True))
-    m = re.search(rf"\b(?:in|during|back in|early|late|mid) ({month_names})\b(?: (\d{{4}}))?", text)
+    day = _named_day(text, month_names, today)
+    if day is not None:
+        return day
+    m = re.search(rf"\b(?:in|during|back in|early|late|mid|(?:the )?(?:beginning|start|middle|end) of) "
+                  rf"({month_names})\b(?:,? (\d{{4}}))?", text)
     if m:
         month = _MONTHS[m.group(1)]
-        year = int(m.group(2)) if m.group(2) else (today.year if month <= today.month else today.year - 1)
+        year = int(m.group(2)) if m.group(2) else _last_year_with(month, 1, today)
         start = datetime(year, month, 1)
         end = datetime(year + (month == 12), month % 12 + 1, 1)
         return TimeSpan(start, end, m.group(0))
+    season = _season(text, today)
+    if season is not None:
+        return season
+    m = re.search(r"\b(?:in|during|back in|since) (19\d\d|20\d\d)\b", text)
+    if m:
+        year = int(m.group(1))
+        return TimeSpan(datetime(year, 1, 1), datetime(year + 1, 1, 1), m.group(0))
     return None
+
+
+def _last_year_with(month: int, day: int, today: datetime) -> int:
+    """The year of the latest (month, day) not after today: "in May" asked in March is last May."""
+    return today.year if (month, day) <= (today.month, today.day) else today.year - 1
+
+
+def _named_day(text: str, month_names: str, today: datetime) -> TimeSpan | None:
+    """"October 13, 2023", "on 13 October", "the 13th of October 2023": that day."""
+    m = re.search(rf"\b({month_names}) (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}}))?", text)
+    if m:
+        month, number, year = _MONTHS[m.group(1)], int(m.group(2)), m.group(3)
+    else:
+        m = re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({month_names})\b(?:,? (\d{{4}}))?", text)
+        if not m:
+            return None
+        month, number, year = _MONTHS[m.group(2)], int(m.group(1)), m.group(3)
+    if not 1 <= number <= calendar.monthrange(int(year) if year else today.year, month)[1]:
+        return None  # "May 2023" read as a day: not one
+    start = datetime(int(year) if year else _last_year_with(month, number, today), month, number)
+    return TimeSpan(start, start + timedelta(days=1), m.group(0))
+
+
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}  # first month, northern
+
+
+def _season(text: str, today: datetime) -> TimeSpan | None:
+    """"last summer", "this winter", "in the summer of 2022", "summer 2022": three months."""
+    m = re.search(r"\b(last|this|past|in the|in|during the|during) (spring|summer|fall|autumn|winter)"
+                  r"\b(?:(?: of)? (\d{4}))?", text)
+    if not m:
+        m = re.search(r"\b()(spring|summer|fall|autumn|winter) (\d{4})\b", text)
+        if not m:
+            return None
+    which, first, year = m.group(1), _SEASONS[m.group(2)], m.group(3)
+    if year:
+        start_year = int(year)
+    else:
+        # The season's latest start not after today; "last" means the one before, if today is in it.
+        start_year = today.year if (first, 1) <= (today.month, 1) else today.year - 1
+        start = datetime(start_year, first, 1)
+        inside = today < datetime(start_year + (first + 3 > 12), (first + 2) % 12 + 1, 1)
+        if which in ("last", "past") and inside:
+            start_year -= 1
+    start = datetime(start_year, first, 1)
+    end = datetime(start_year + (first + 3 > 12), (first + 2) % 12 + 1, 1)
+    return TimeSpan(start, end, m.group(0))
