@@ -12,7 +12,7 @@ int8. Ingested with known vectors through the store contract (``PostgresStore.pu
 ``IndexedChunk``s, one write transaction per app, or per 1,000 chunks for the single app): no
 embedding.
 
-Search is ``vestige.read.search.run_search`` (the lexical and dense channels, RRF fusion, chunk
+Search is ``vestige.read.search.run_search`` (the lexical and dense channels, the default fusion, chunk
 fetch; k=10, depth 200, no second stage) with an embedder that returns a fixed query vector
 (a centre plus noise) and a query text of real words drawn from the corpus. Reported:
 
