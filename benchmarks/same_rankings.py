@@ -43,7 +43,7 @@ def compare(committed: Path, fresh: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--configs", default="default,vectors-only,bm25-only,evidence,session-doc",
+    parser.add_argument("--configs", default="default,rrf,vectors-only,bm25-only,evidence,session-doc",
                         help="bench configs to re-run (each must have a committed full run)")
     parser.add_argument("--keep", help="write the slices' runs here (default: a temporary folder)")
     args = parser.parse_args(argv)

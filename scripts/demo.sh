@@ -10,7 +10,7 @@ QUESTION='What did Caroline take away from the book "Becoming Nicole"?'
 vestige ingest "$DATA" --db "$DB" --app locomo
 echo
 echo "Q: $QUESTION"
-echo "--- default search (dense + BM25 fused by RRF, then the evidence stage):"
+echo "--- default search (dense + BM25, a convex fusion of their normalised scores, then the evidence stage):"
 vestige search "$QUESTION" --db "$DB" --app locomo -k 3
 echo "--- vectors only (VESTIGE_LEXICAL_FUSION=0):"
 VESTIGE_LEXICAL_FUSION=0 vestige search "$QUESTION" --db "$DB" --app locomo -k 3

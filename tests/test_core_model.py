@@ -114,7 +114,7 @@ PROPER_NOUN_QUESTIONS = [
 @pytest.fixture(scope="module")
 def locomo_memory(tmp_path_factory, locomo, minilm):
     """Every session of the 7 LoCoMo conversations (194) in one app. View "split": every turn in
-    the lexical channel, the user's turns in the dense one (half the embedding cost)."""
+    the lexical channel and, both speakers being users, in the dense one too."""
     sessions = [s for record in locomo for s in locomo_sessions(record)]
     mem = Memory(tmp_path_factory.mktemp("locomo") / "locomo.sqlite", embedder=minilm, plan="split")
     mem.add_sessions(sessions, app="locomo")

@@ -15,7 +15,9 @@ PLAN_CHOICES = tuple(PLANS)
 DEPTH = 200  # each channel ranks this deep, well beyond the budget
 BUDGET_K = 32  # hits Memory.search returns by default
 RERANK_DEPTH = 50  # the second stage re-reads this many fused candidates
-RERANKER = "evidence"  # the model-free second stage (names, time spans)
+# The model-free second stage, its time signal only: over the convex fusion the names signal
+# no longer paid (BM25 already weighs a rare name); chosen in every fold (BENCHMARKS.md, "Fusion").
+RERANKER = "evidence:time"
 FLOOR = "auto"  # the embedder's calibrated relevance floor
 BM25_K1, BM25_B = K1, B
 FUSION = "convex"  # convex combination of normalised channel scores (vestige.read.fusion); or "rrf"

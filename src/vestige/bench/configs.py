@@ -46,7 +46,7 @@ _DEFAULT = BenchConfig(
     "default",
     "what Memory() does by default: view split (chunks of every turn in both channels, each "
     "chunk's vector reading only the user's words in it); convex fusion of normalised scores; "
-    "the evidence second stage over the top 50; session = its best chunk",
+    "the evidence second stage (its time signal) over the top 50; session = its best chunk",
     reranker=settings.RERANKER,
 )
 
@@ -60,8 +60,8 @@ CONFIGS: dict[str, BenchConfig] = {
                 "by Reciprocal Rank Fusion (k = 60)"),
         replace(_DEFAULT, name="fused-only", reranker=None,
                 description="the default without its second stage: the convex fusion's own order"),
-        replace(_DEFAULT, name="second-stage-time", reranker="evidence:time",
-                description="the default with the second stage's time signal only (no names signal)"),
+        replace(_DEFAULT, name="second-stage-names-time", reranker="evidence",
+                description="the default with both signals of the evidence second stage (names and time)"),
         replace(_DEFAULT, name="vectors-only", channel="dense", reranker=None,
                 description="ablation 1: the dense channel alone (the default's vectors: user words), no BM25"),
         replace(_DEFAULT, name="bm25-only", channel="lexical", reranker=None,

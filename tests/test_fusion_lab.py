@@ -1,0 +1,71 @@
+"""The fusion lab: its functions agree with the library, its folds keep haystacks whole, and the
+shipped dense weight is what the committed training rows choose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vestige import settings
+from vestige.bench import fusion_lab as lab
+from vestige.read.fusion import convex, rrf
+
+ROOT = Path(__file__).resolve().parents[1]
+POOLS = sorted((ROOT / "benchmarks" / "results" / "fusion" / "pools").glob("*.jsonl.gz"))
+
+
+def _pool(seed: int, unit: str = "u", n_sessions: int = 6, n_chunks: int = 30) -> lab.Pool:
+    rng = np.random.default_rng(seed)
+    cosine = rng.uniform(-0.2, 0.8, n_chunks)
+    cosine[rng.random(n_chunks) < 0.1] = np.nan  # chunks without a vector
+    bm25 = np.where(rng.random(n_chunks) < 0.5, rng.uniform(0, 12, n_chunks), 0.0)
+    return lab.Pool(f"q{seed}", "synthetic", unit, "t", n_sessions, [int(rng.integers(n_sessions))],
+                    rng.integers(0, n_sessions, n_chunks), cosine, bm25, rng.integers(5, 200, n_chunks))
+
+
+def _session_order(pool: lab.Pool, fused: list) -> list[int]:
+    return list(dict.fromkeys(int(pool.session[i]) for i, _, _ in fused))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lab_rrf_and_convex_rank_sessions_as_the_library_does(seed):
+    pool = _pool(seed)
+    has = ~np.isnan(pool.cosine)
+    dense = sorted(((int(i), float(pool.cosine[i])) for i in np.flatnonzero(has)), key=lambda t: (-t[1], t[0]))
+    lexical = sorted(((int(i), float(pool.bm25[i])) for i in np.flatnonzero(pool.bm25 > 0)), key=lambda t: (-t[1], t[0]))
+    by_rrf = _session_order(pool, rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical]}))
+    by_convex = _session_order(pool, convex(dense, lexical, 0.6, depth=200))
+    reached = set(by_rrf)
+    assert lab.rank_sessions(pool, lab.rrf_chunks(pool, {}))[: len(reached)] == by_rrf
+    assert lab.rank_sessions(pool, lab.shipped_convex(pool, {"alpha": 0.6}))[: len(reached)] == by_convex
+    assert lab.rank_sessions(pool, lab.convex_chunks(pool, {"alpha": 0.6}))[: len(reached)] == by_convex
+
+
+def test_folds_keep_each_haystack_whole():
+    pools = [_pool(i, unit=f"conv{i % 7}") for i in range(35)]
+    folds = lab.folds(pools, 5)
+    assert sum(len(f) for f in folds) == len(pools)
+    for f in folds:
+        units = {p.unit for p in f}
+        assert all(p.unit not in units for g in folds if g is not f for p in g)
+
+
+def test_learned_ranker_fits_and_scores():
+    pools = {"a": [_pool(i) for i in range(20)], "b": [_pool(100 + i) for i in range(20)]}
+    w = lab.train_linear(pools, {})
+    assert w.shape == (len(lab.FEATURES),) and np.all(np.isfinite(w))
+    assert lab.linear_scores(pools["a"][0], {"weights": w}).shape == (6,)
+
+
+@pytest.mark.skipif(len(POOLS) != 2, reason="the committed fusion pools are missing")
+def test_the_committed_pools_choose_the_shipped_weight():
+    pools = lab.load([str(p) for p in POOLS])
+    assert set(pools) == {"longmemeval", "locomo"}
+    assert lab.fit(pools, "convex") == {"alpha": settings.FUSION_DENSE_WEIGHT}
+    committed = json.loads((POOLS[0].parents[1] / "fusion_cv.json").read_text())
+    shipped = committed["fusions"]["shipped-convex"]
+    assert shipped["fitted_on_all"] == {"alpha": settings.FUSION_DENSE_WEIGHT}
+    assert lab.metrics_of(pools["locomo"], lab.convex_chunks, {"alpha": 0.75}) == committed["fusions"]["convex"]["in_sample"]["locomo"]
