@@ -119,14 +119,18 @@ def build_context(
     min_score: float | None = None,
     order: str = "date",
     notes: Sequence[str] = (),
+    relative_cut: float | None = None,
 ) -> ContextBlock:
     """Format the best of ``hits`` (best first) that fit ``budget_tokens``.
 
     Tokens are counted with ``count_tokens`` (the embedder's tokenizer), frame included. Hits
     are taken best first; one that does not fit whole is skipped (never cut), and a note says
     so. ``order="date"`` prints the kept snippets oldest first (a timeline), ``"relevance"``
-    best first. ``min_score`` drops hits scoring under it. ``notes`` (from the search) are
-    carried into the block's notes. ``Memory.context`` searches and calls this.
+    best first. ``min_score`` drops hits scoring under it. ``relative_cut`` drops hits scoring
+    under that share of the best hit's score (meaningful only for scores on one scale, as the
+    convex fusion's are: ``Memory.context`` passes it only then), so the budget is not padded
+    with memories far weaker than the best. ``notes`` (from the search) are carried into the
+    block's notes. ``Memory.context`` searches and calls this.
     """
     budget = check_options(budget_tokens, order)
     notes = list(notes)
@@ -135,6 +139,12 @@ def build_context(
         kept = [h for h in hits if h.score >= min_score]
         if len(kept) < len(hits):
             notes.append(f"{len(hits) - len(kept)} hits under the relevance floor {min_score} left out")
+        hits = kept
+    if relative_cut is not None and hits:
+        best = max(h.score for h in hits)
+        kept = [h for h in hits if h.score >= relative_cut * best]
+        if len(kept) < len(hits):
+            notes.append(f"{len(hits) - len(kept)} hits under {relative_cut:g} of the best hit's score left out")
         hits = kept
     if not hits:
         return ContextBlock(notes=notes)

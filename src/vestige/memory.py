@@ -474,9 +474,18 @@ class Memory:
         previous: str | None = None,
         min_score: float | None = None,
         order: str = "date",
+        relative_cut: float | None = settings.CONTEXT_RELATIVE_CUT,
     ) -> ContextBlock:
-        """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context)."""
+        """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context).
+
+        ``relative_cut``: leave out hits scoring under this share of the best hit's fused score
+        (None: keep them; not applied when the scores are not on one scale, e.g. with RRF)."""
         budget = check_options(budget_tokens, order)
+        if relative_cut is not None and (
+            isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
+            or not 0.0 <= relative_cut <= 1.0
+        ):
+            raise InvalidInput(f"relative_cut must be a number from 0 to 1 or None, got {shown(relative_cut)}")
         if min_score is not None and (
             isinstance(min_score, bool) or not isinstance(min_score, (int, float))
             or (isinstance(min_score, float) and not math.isfinite(min_score))
@@ -486,7 +495,9 @@ class Memory:
             results = self.search(query, app=app, k=k, previous=previous)
         except UnknownApp:
             return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
+        cut = relative_cut if results.comparable else None
         return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
+                             relative_cut=cut,
                              order=order, notes=results.notes)
 
     def with_context(

@@ -30,3 +30,7 @@ CLI_K = 5  # hits `vestige search` prints
 HTTP_K = 10  # hits the HTTP search returns unless asked
 CONTEXT_BUDGET_TOKENS = 1000
 CONTEXT_K = 32
+# The context block leaves out hits whose fused score is under this share of the best hit's:
+# the largest grid value (0.05 steps) that loses no dev question's evidence on either dataset
+# (BENCHMARKS.md, "Context block"). Applied to convex-fused scores only.
+CONTEXT_RELATIVE_CUT = 0.65

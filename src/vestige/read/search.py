@@ -54,9 +54,13 @@ def check_dense_weight(weight: object) -> float:
 class Results(list):
     """A list of hits, with notes on anything that degraded the search (a fallback, say)."""
 
-    def __init__(self, hits: list[Hit] = (), notes: list[str] | None = None, best_cosine: float | None = None):
+    def __init__(self, hits: list[Hit] = (), notes: list[str] | None = None, best_cosine: float | None = None,
+                 comparable: bool = False):
         super().__init__(hits)
         self.notes: list[str] = notes or []
+        # True when every hit's score is on one scale a ratio can be read on (the convex
+        # fusion's [0, 1]); RRF and cosine-only scores are not.
+        self.comparable = comparable
         # The best dense cosine of any chunk: the absolute score the relevance floor reads.
         self.best_cosine = best_cosine
 
@@ -145,7 +149,8 @@ def run_search(
         hits = head + hits[settings.rerank_depth :]
         if isinstance(reranker, LazyReranker) and reranker.error:
             notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")
-    return Results(hits[:k], notes, best_cosine)
+    comparable = lexical_ranking is not None and settings.fusion == "convex"
+    return Results(hits[:k], notes, best_cosine, comparable)
 
 
 def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
