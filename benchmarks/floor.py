@@ -33,7 +33,7 @@ from vestige.embed.cache import EmbeddingCache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OFFTOPIC = Path(__file__).with_name("data") / "offtopic_questions.txt"
-FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.19])  # 0.19: MiniLM's chosen floor
+FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.18])  # 0.18: MiniLM's chosen floor
 
 
 def offtopic_questions() -> list[str]:
