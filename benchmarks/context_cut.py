@@ -22,7 +22,6 @@ import numpy as np
 
 from vestige import settings
 from vestige.bench import fusion_lab as lab
-from vestige.read.fusion import convex
 
 POOLS = Path(__file__).resolve().parent / "results" / "fusion" / "pools"
 GRID = [round(0.05 * i, 2) for i in range(8, 20)]  # 0.40 ... 0.95
@@ -32,12 +31,7 @@ TOP = settings.CONTEXT_K
 def question_ratios(pool: lab.Pool) -> tuple[float | None, np.ndarray]:
     """(best evidence chunk's score over the best score, or None if no evidence in the top
     TOP; every top-TOP chunk's score over the best)."""
-    has = ~np.isnan(pool.cosine)
-    dense_ids = np.flatnonzero(has)[np.argsort(-pool.cosine[has], kind="stable")][: settings.DEPTH]
-    lexical = np.flatnonzero(pool.bm25 > 0)
-    lexical_ids = lexical[np.argsort(-pool.bm25[lexical], kind="stable")][: settings.DEPTH]
-    fused = convex([(int(i), float(pool.cosine[i])) for i in dense_ids],
-                   [(int(i), float(pool.bm25[i])) for i in lexical_ids], settings.FUSION_DENSE_WEIGHT, settings.DEPTH)[:TOP]
+    fused = lab.shipped_fused(pool, settings.FUSION_DENSE_WEIGHT, settings.DEPTH)[:TOP]
     best = fused[0][1]
     shares = np.array([s / best for _, s, _ in fused])
     evidence = [s / best for i, s, _ in fused if int(pool.session[i]) in pool.gold]

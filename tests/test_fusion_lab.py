@@ -33,9 +33,8 @@ def _session_order(pool: lab.Pool, fused: list) -> list[int]:
 @pytest.mark.parametrize("seed", range(10))
 def test_lab_rrf_and_convex_rank_sessions_as_the_library_does(seed):
     pool = _pool(seed)
-    has = ~np.isnan(pool.cosine)
-    dense = sorted(((int(i), float(pool.cosine[i])) for i in np.flatnonzero(has)), key=lambda t: (-t[1], t[0]))
-    lexical = sorted(((int(i), float(pool.bm25[i])) for i in np.flatnonzero(pool.bm25 > 0)), key=lambda t: (-t[1], t[0]))
+    dense, lexical = lab.channel_lists(pool, depth=200)
+    assert all(a[1] >= b[1] for a, b in zip(dense, dense[1:])) and all(a[1] >= b[1] for a, b in zip(lexical, lexical[1:]))
     by_rrf = _session_order(pool, rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical]}))
     by_convex = _session_order(pool, convex(dense, lexical, 0.6, depth=200))
     reached = set(by_rrf)

@@ -139,16 +139,7 @@ FUSIONS: dict[str, tuple[Callable[[Pool, dict], np.ndarray], list[dict]]] = {
 
 
 def metrics_of(pools: Sequence[Pool], fusion: Callable[[Pool, dict], np.ndarray], params: dict) -> dict[str, float]:
-    sums = {t: 0.0 for t in TARGETS}
-    counts = {t: 0 for t in TARGETS}
-    for pool in pools:
-        ranked = rank_sessions(pool, fusion(pool, params))
-        m = session_metrics(ranked, pool.gold, pool.n_sessions)
-        for t in TARGETS:
-            if m.get(t) is not None:
-                sums[t] += m[t]
-                counts[t] += 1
-    return {t: round(sums[t] / counts[t], 4) if counts[t] else math.nan for t in TARGETS}
+    return _pooled_metrics([(pool, params) for pool in pools], fusion)
 
 
 def objective(by_dataset: dict[str, dict[str, float]]) -> float:
@@ -189,18 +180,14 @@ def cross_validate(pools_by_dataset: dict[str, list[Pool]], name: str, n_folds: 
         cross[test] = {"params": params, **metrics_of(pools_by_dataset[test], fusion, params)}
     report["cross_dataset"] = cross
     split = {d: folds(pools_by_dataset[d], n_folds) for d in datasets}
-    kfold: dict[str, Any] = {d: {"params": [], "rankings": []} for d in datasets}
-    for f in range(n_folds):
-        train = {d: [p for g, fold in enumerate(split[d]) if g != f for p in fold] for d in datasets}
-        params = fit(train, name)
-        for d in datasets:
-            kfold[d]["params"].append(params)
-            kfold[d]["rankings"] += split[d][f]
-            kfold[d].setdefault("fold_params", []).append(params)
-    report["kfold"] = {}
-    for d in datasets:
-        pooled = _pooled_metrics([(p, kfold[d]["fold_params"][g]) for g, fold in enumerate(split[d]) for p in fold], fusion)
-        report["kfold"][d] = {"params": kfold[d]["fold_params"], **pooled}
+    # One fit per fold, on the other folds of every dataset; each fold is scored with its own fit.
+    fold_params = [fit({d: [p for g, fold in enumerate(split[d]) if g != f for p in fold] for d in datasets}, name)
+                   for f in range(n_folds)]
+    report["kfold"] = {
+        d: {"params": fold_params,
+            **_pooled_metrics([(p, fold_params[g]) for g, fold in enumerate(split[d]) for p in fold], fusion)}
+        for d in datasets
+    }
     return report
 
 
@@ -219,16 +206,27 @@ def _pooled_metrics(pairs: list[tuple[Pool, dict]], fusion: Callable[[Pool, dict
 # -- what ships: the library's own fusion over channels cut at the search depth -----------------
 
 
-def shipped_convex(pool: Pool, params: dict) -> np.ndarray:
-    """``vestige.read.fusion.convex`` as ``run_search`` calls it: each channel cut at ``depth``."""
-    from ..read.fusion import convex
-
-    depth = params.get("depth", 200)
+def channel_lists(pool: Pool, depth: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """Each channel's (chunk, score) list, best first, cut at ``depth``: what ``run_search``
+    hands the fusion (chunks without a vector or without a query term are in neither)."""
     has = ~np.isnan(pool.cosine)
     dense_ids = np.flatnonzero(has)[np.argsort(-pool.cosine[has], kind="stable")][:depth]
-    lexical_ids = np.flatnonzero(pool.bm25 > 0)[np.argsort(-pool.bm25[pool.bm25 > 0], kind="stable")][:depth]
-    fused = convex([(int(i), float(pool.cosine[i])) for i in dense_ids],
-                   [(int(i), float(pool.bm25[i])) for i in lexical_ids], params["alpha"], depth)
+    matched = pool.bm25 > 0
+    lexical_ids = np.flatnonzero(matched)[np.argsort(-pool.bm25[matched], kind="stable")][:depth]
+    return ([(int(i), float(pool.cosine[i])) for i in dense_ids],
+            [(int(i), float(pool.bm25[i])) for i in lexical_ids])
+
+
+def shipped_fused(pool: Pool, alpha: float, depth: int = 200) -> list[tuple[int, float, dict[str, int | None]]]:
+    """``vestige.read.fusion.convex`` as ``run_search`` calls it: chunks, best first."""
+    from ..read.fusion import convex
+
+    return convex(*channel_lists(pool, depth), alpha, depth)
+
+
+def shipped_convex(pool: Pool, params: dict) -> np.ndarray:
+    """Session scores from the library's own fusion over channels cut at ``depth``."""
+    fused = shipped_fused(pool, params["alpha"], params.get("depth", 200))
     chunk_scores = np.full(len(pool.session), -np.inf)
     for item, score, _ in fused:
         chunk_scores[item] = score

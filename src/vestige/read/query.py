@@ -199,15 +199,14 @@ def _season(text: str, today: datetime) -> TimeSpan | None:
         if not m:
             return None
     which, first, year = m.group(1), _SEASONS[m.group(2)], m.group(3)
+    def span(start_year: int) -> tuple[datetime, datetime]:
+        return datetime(start_year, first, 1), datetime(start_year + (first + 3 > 12), (first + 2) % 12 + 1, 1)
+
     if year:
-        start_year = int(year)
+        start, end = span(int(year))
     else:
         # The season's latest start not after today; "last" means the one before, if today is in it.
-        start_year = today.year if (first, 1) <= (today.month, 1) else today.year - 1
-        start = datetime(start_year, first, 1)
-        inside = today < datetime(start_year + (first + 3 > 12), (first + 2) % 12 + 1, 1)
-        if which in ("last", "past") and inside:
-            start_year -= 1
-    start = datetime(start_year, first, 1)
-    end = datetime(start_year + (first + 3 > 12), (first + 2) % 12 + 1, 1)
+        start, end = span(today.year if first <= today.month else today.year - 1)
+        if which in ("last", "past") and today < end:
+            start, end = span(start.year - 1)
     return TimeSpan(start, end, m.group(0))

@@ -130,8 +130,11 @@ class HnswDenseIndex(DenseIndex):
         # cost ~10 ms a query at 10k chunks, more than the exact scan itself).
         self._small: dict[str, AppVersion] = {}
 
-    def _is_small(self, app: str, version: AppVersion) -> bool:
-        """Whether the app has no graph and is under min_vectors (the exact scan serves it)."""
+    def _exact_serves(self, app: str, version: AppVersion) -> bool:
+        """Whether the exact scan answers this search: the app has no graph and is under
+        min_vectors (chunks counted through the store's index, an upper bound on its vectors),
+        or its first graph is being built in the background (started here; minutes at 100k
+        chunks on 2 cores)."""
         if self._small.get(app) == version:
             return True
         with self._lock:
@@ -144,6 +147,9 @@ class HnswDenseIndex(DenseIndex):
         counts = self.store.counts(app)
         if counts is None or counts.chunks < self.min_vectors:
             self._small[app] = version
+            return True
+        if self.background:
+            self._build_in_background(app)
             return True
         return False
 
@@ -418,18 +424,7 @@ class HnswDenseIndex(DenseIndex):
         if version is None:
             self.forget(app)
             return []
-        # No graph yet: the exact scan answers while the app is small (chunks counted through
-        # the store's index, an upper bound on its vectors), and while the graph of a large
-        # app is built in the background (minutes at 100k chunks on 2 cores).
-        if self._is_small(app, version):
-            return self.exact.search(app, queries, depth)
-        with self._lock:
-            graph = self._graphs.get(app)
-            no_graph = graph is None or graph.version.epoch != version.epoch
-        if self.min_vectors and no_graph and self.background and (
-            self.directory is None or self._read_meta(app, version.epoch) is None
-        ):
-            self._build_in_background(app)
+        if self._exact_serves(app, version):
             return self.exact.search(app, queries, depth)
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         # Under the lock: the catch-up and the graph walk (usearch does not promise a search
