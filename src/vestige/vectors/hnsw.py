@@ -442,16 +442,23 @@ class HnswDenseIndex(DenseIndex):
                     f"query vectors have {queries.shape[1]} dimensions, the index of app {app!r} "
                     f"{vectors.shape[1]}"
                 )
-            count = min(len(ids), depth * self.oversample)
-            found = graph.index.search(quantize(queries), count, exact=False)
+            # Asked for as many candidates as the graph holds: score them all. A graph walk
+            # need not reach every node (a thread-built graph can leave a few unlinked), and
+            # "everything" must mean everything.
+            whole = depth * self.oversample >= len(ids)
+            if not whole:
+                found = graph.index.search(quantize(queries), depth * self.oversample, exact=False)
         self.exact.forget(app)  # the graph serves: no second copy of the matrix
-        keys = np.asarray(found.keys, dtype=np.int64).reshape(-1)
-        keys = np.unique(keys[keys >= 0])  # several queries: one candidate set
-        rows = np.searchsorted(ids, keys)
-        inside = rows < len(ids)
-        rows, keys = rows[inside], keys[inside]
-        alive = ids[rows] == keys  # ids the snapshot holds, never a removed one
-        rows, keys = rows[alive], keys[alive]
+        if whole:
+            keys, rows = ids, np.arange(len(ids))
+        else:
+            keys = np.asarray(found.keys, dtype=np.int64).reshape(-1)
+            keys = np.unique(keys[keys >= 0])  # several queries: one candidate set
+            rows = np.searchsorted(ids, keys)
+            inside = rows < len(ids)
+            rows, keys = rows[inside], keys[inside]
+            alive = ids[rows] == keys  # ids the snapshot holds, never a removed one
+            rows, keys = rows[alive], keys[alive]
         scores = (dequantize(vectors[rows]) @ queries.T).max(axis=1)
         return top(keys, scores, depth)
 
