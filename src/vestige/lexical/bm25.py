@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,13 +30,75 @@ def idf(n_docs: int, df: np.ndarray | int) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
+def length_norm(doc_len: np.ndarray, avgdl: float, k1: float = K1, b: float = B) -> np.ndarray:
+    """The document-length part of BM25's denominator, ``k1 * (1 - b + b * |d| / avgdl)``."""
+    return k1 * (1.0 - b + b * doc_len.astype(np.float64) / max(avgdl, 1e-9))
+
+
 def term_scores(
     tf: np.ndarray, doc_len: np.ndarray, avgdl: float, term_idf: float, k1: float = K1, b: float = B
 ) -> np.ndarray:
     """BM25 contribution of one term to each document that contains it."""
+    return normed_term_scores(tf, length_norm(doc_len, avgdl, k1, b), term_idf, k1)
+
+
+def normed_term_scores(tf: np.ndarray, norm: np.ndarray, term_idf: float, k1: float = K1) -> np.ndarray:
+    """``term_scores`` from each document's ``length_norm`` (the same floats, element by element)."""
     tf = tf.astype(np.float64)
-    norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / max(avgdl, 1e-9))
     return term_idf * tf * (k1 + 1.0) / (tf + norm)
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """How one lengths snapshot is addressed: chunk id -> position in the length array.
+
+    ``table`` (int32, id - first id -> position, -1: none) when the ids are dense enough; none
+    needed when they are contiguous (position = id - first id, the usual single-app file); a
+    binary search otherwise. ``norms`` caches ``length_norm`` per (k1, b, avgdl): computed once
+    per snapshot instead of once per posting of every query."""
+
+    lengths: DocLengths
+    contiguous: bool
+    table: np.ndarray | None
+    norms: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, lengths: DocLengths) -> Layout:
+        ids = lengths.ids
+        if not len(ids):
+            return cls(lengths, True, None)
+        span = int(ids[-1]) - int(ids[0]) + 1
+        if span == len(ids):
+            return cls(lengths, True, None)
+        table = None
+        if span < 8 * len(ids) + 1024:
+            table = np.full(span, -1, np.int32 if len(ids) < 1 << 31 else np.int64)
+            table[ids - ids[0]] = np.arange(len(ids))
+        return cls(lengths, False, table)
+
+    def positions(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of ids in the length array, and which ids the snapshot holds at all."""
+        first, n = (int(self.lengths.ids[0]) if len(self.lengths.ids) else 0), len(self.lengths.ids)
+        if self.contiguous:
+            pos = ids - first
+            return pos, (pos >= 0) & (pos < n)
+        if self.table is not None:
+            offset = ids - first
+            inside = (offset >= 0) & (offset < len(self.table))
+            pos = np.where(inside, self.table[np.where(inside, offset, 0)], -1)
+            return pos, pos >= 0
+        pos = np.searchsorted(self.lengths.ids, ids)
+        known = (pos < n) & (self.lengths.ids[np.minimum(pos, n - 1)] == ids) if n else np.zeros(len(ids), bool)
+        return pos, known
+
+    def norm(self, avgdl: float, k1: float, b: float) -> np.ndarray:
+        key = (avgdl, k1, b)
+        cached = self.norms.get(key)
+        if cached is None:
+            cached = length_norm(self.lengths.lengths, avgdl, k1, b)
+            self.norms.clear()  # one set of parameters at a time is the usual case
+            self.norms[key] = cached
+        return cached
 
 
 class LexicalChannel:
@@ -47,24 +110,19 @@ class LexicalChannel:
     def __init__(self, store: Store):
         self.store = store
         self._lengths: dict[str, DocLengths] = {}
-        self._positions: dict[str, tuple[DocLengths, np.ndarray | None]] = {}
+        self._layouts: dict[str, Layout] = {}
         self._lock = threading.Lock()
 
-    def _position_table(self, app: str, lengths: DocLengths) -> np.ndarray | None:
-        """chunk id - first id -> position in the lengths (-1: none), for one lengths snapshot;
-        None when the ids are too sparse for a table (then a binary search finds them)."""
+    def _layout(self, app: str, lengths: DocLengths) -> Layout:
+        """The addressing of one lengths snapshot, built once per snapshot."""
         with self._lock:
-            cached = self._positions.get(app)
-        if cached is not None and cached[0] is lengths:
-            return cached[1]
-        table = None
-        ids = lengths.ids
-        if len(ids) and int(ids[-1]) - int(ids[0]) < 8 * len(ids) + 1024:
-            table = np.full(int(ids[-1]) - int(ids[0]) + 1, -1, np.int64)
-            table[ids - ids[0]] = np.arange(len(ids))
+            cached = self._layouts.get(app)
+        if cached is not None and cached.lengths is lengths:
+            return cached
+        layout = Layout.of(lengths)
         with self._lock:
-            self._positions[app] = (lengths, table)
-        return table
+            self._layouts[app] = layout
+        return layout
 
     def _doc_lengths(self, app: str, version: object) -> DocLengths:
         with self._lock:
@@ -101,28 +159,30 @@ class LexicalChannel:
         n_docs, total_len = read.stats.n_docs, read.stats.total_len
         if not unique or n_docs == 0 or not read.blocks:
             return []
-        table = self._position_table(app, lengths)
-        return score_blocks(read.blocks, lengths, n_docs, total_len, depth, k1, b, table, allowed)
+        return score_blocks(read.blocks, self._layout(app, lengths), n_docs, total_len, depth, k1, b, allowed)
 
 
 def score_blocks(
     blocks: dict[int, list[tuple[int, bytes]]],
-    lengths: DocLengths,
+    layout: Layout | DocLengths,
     n_docs: int,
     total_len: int,
     depth: int,
     k1: float,
     b: float,
-    table: np.ndarray | None = None,
     allowed: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
     """BM25 of every chunk the blocks reach; terms in ascending term id (a fixed summation order).
     ``allowed`` (ascending chunk ids): only those may rank, filtered before the top is cut.
 
     One array per term rather than per block, then one scatter-add over positions in the length
-    array (no sort of the matched ids): ~16 -> ~7 ms a query at 100k chunks.
+    array (no sort of the matched ids).
     """
+    if not isinstance(layout, Layout):
+        layout = Layout.of(layout)
+    lengths = layout.lengths
     avgdl = total_len / n_docs
+    norm = layout.norm(avgdl, k1, b)
     n = len(lengths.ids)
     all_pos, all_scores = [], []
     for term_id in sorted(blocks):
@@ -131,28 +191,22 @@ def score_blocks(
         pairs = np.frombuffer(b"".join(datas), dtype="<u2").reshape(-1, 2)
         per_block = np.fromiter((len(d) // 4 for d in datas), dtype=np.int64, count=len(datas))
         ids = (np.repeat(np.asarray(numbers, dtype=np.int64), per_block) << BLOCK_BITS) + pairs[:, 0]
-        tf = pairs[:, 1].astype(np.int64)
-        if table is not None:  # a position table (``LexicalChannel._position_table``)
-            offset = ids - lengths.ids[0]
-            inside = (offset >= 0) & (offset < len(table))
-            pos = np.where(inside, table[np.where(inside, offset, 0)], -1)
-            known = pos >= 0
-        else:
-            pos = np.searchsorted(lengths.ids, ids)
-            known = (pos < n) & (lengths.ids[np.minimum(pos, n - 1)] == ids) if n else np.zeros(len(ids), bool)
+        tf = pairs[:, 1]
+        pos, known = layout.positions(ids)
         if not known.all():  # postings of chunks outside the snapshot's lengths: a racing writer
-            ids, pos, tf = ids[known], pos[known], tf[known]
-        if not len(ids):
+            pos, tf = pos[known], tf[known]
+        if not len(pos):
             continue
-        term_idf = float(idf(n_docs, len(ids)))
+        term_idf = float(idf(n_docs, len(pos)))
         all_pos.append(pos)
-        all_scores.append(term_scores(tf, lengths.lengths[pos], avgdl, term_idf, k1, b))
+        all_scores.append(normed_term_scores(tf, norm[pos], term_idf, k1))
     if not all_pos:
         return []
     pos = np.concatenate(all_pos)
     summed = np.bincount(pos, weights=np.concatenate(all_scores), minlength=n)
-    # Every contribution is > 0 (idf > 0, tf > 0): the chunks reached are the non-zero sums.
-    found = np.flatnonzero(summed)
+    # Every contribution is > 0 (idf > 0, tf > 0): the chunks reached are the positive sums.
+    # (A boolean mask, not flatnonzero on the floats: 1.7 against 7.3 ms over a million.)
+    found = np.nonzero(summed > 0)[0]
     if allowed is not None:
         found = found[np.isin(lengths.ids[found], allowed, assume_unique=True)]
     return top(lengths.ids[found], summed[found], depth)
