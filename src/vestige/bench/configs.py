@@ -86,6 +86,11 @@ CONFIGS: dict[str, BenchConfig] = {
                 description="ablation 3: all turns, in both channels; RRF"),
         replace(_RRF, name="both", view="both",
                 description="ablation 3: all-turn chunks and user-turn chunks, each in both channels; RRF"),
+        replace(_DEFAULT, name="view-all", view="all",
+                description="item 3/6 of issue 9: the default (convex fusion, second stage) over all-turn "
+                "chunks, every speaker's words embedded, assistants' included"),
+        replace(_DEFAULT, name="view-all-vectors", view="all", channel="dense", reranker=None,
+                description="the dense channel alone over all-turn chunks (every speaker's words embedded)"),
         replace(_RRF, name="all-vectors", view="all", channel="dense",
                 description="ablation 3: all-turn chunks, dense channel alone"),
         replace(_RRF, name="mean3", aggregate="mean3",

@@ -8,6 +8,7 @@ top candidates; the absolute floor may answer "nothing relevant".
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -100,26 +101,34 @@ def run_search(
     # The second stage may lift any of the top rerank_depth candidates into the budget.
     pool = max(k, settings.rerank_depth) if reranker is not None and settings.lexical else k
     pool *= 2  # room for the duplicates merged below
-    if channels.allowed is None:
-        dense = channels.dense.search(app, query_vectors, depth)
-    else:
-        assert channels.filtered_dense is not None
-        dense = channels.filtered_dense.search(app, query_vectors, depth, allowed=channels.allowed)
+    # The lexical channel starts first, in its worker thread, and runs while the dense one does.
+    lexical_job = None
+    if settings.lexical:
+        terms = lexical.analyze(query)
+        if previous:
+            terms += lexical.analyze(previous)
+        lexical_job = channels.lexical.submit(app, terms, depth, settings.k1, settings.b, allowed=channels.allowed)
+    try:
+        if channels.allowed is None:
+            dense = channels.dense.search(app, query_vectors, depth)
+        else:
+            assert channels.filtered_dense is not None
+            dense = channels.filtered_dense.search(app, query_vectors, depth, allowed=channels.allowed)
+    except BaseException:
+        _abandon(lexical_job)
+        raise
     notes: list[str] = []
     best_cosine = dense[0][1] if dense else None
     # An absolute floor can say "nothing": RRF scores carry only ranks, so it reads the cosine.
     # With no vectors at all (nothing dense stored) there is no evidence either way: no floor.
     if settings.floor is not None and best_cosine is not None and best_cosine < settings.floor:
+        _abandon(lexical_job)
         notes.append(f"nothing relevant: best cosine {best_cosine:.3f} is under the floor {settings.floor}")
         return Results([], notes, best_cosine)
     lexical_ranking: list[tuple[int, float]] | None = None
-    if settings.lexical:
-        terms = lexical.analyze(query)
-        if previous:
-            terms += lexical.analyze(previous)
+    if lexical_job is not None:
         try:
-            lexical_ranking = channels.lexical.search(app, terms, depth, settings.k1, settings.b,
-                                                      allowed=channels.allowed)
+            lexical_ranking = lexical_job.result()
         except LexicalUnavailable as exc:
             note = f"lexical channel off, searching by vectors only: {exc}"
             log.warning(note)
@@ -151,6 +160,13 @@ def run_search(
             notes.append(f"reranker {reranker.name} unavailable, fused order kept: {reranker.error}")
     comparable = lexical_ranking is not None and settings.fusion == "convex"
     return Results(hits[:k], notes, best_cosine, comparable)
+
+
+def _abandon(job: Future | None) -> None:
+    """The lexical half is no longer needed: cancel it if it has not started; if it has, let it
+    finish unobserved (its exception, if any, is dropped: the search answered without it)."""
+    if job is not None and not job.cancel():
+        job.add_done_callback(lambda done: done.exception())
 
 
 def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,

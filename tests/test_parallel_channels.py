@@ -1,0 +1,118 @@
+"""The lexical channel runs in a worker thread while the dense channel runs: the same answers as
+one channel after the other, its failures reported as before, nothing left running on close."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import add_all, make_sessions
+
+from vestige.lexical import LexicalChannel
+from vestige.memory import Memory
+from vestige.read.search import Channels, run_search
+from vestige.store.base import LexicalUnavailable
+
+QUERIES = ["garden river lantern", "copper falcon", "zephyr wharf yarrow", "quartz lighthouse"]
+
+
+@pytest.fixture
+def mem(db_path):
+    memory = Memory(db_path, embedder="hash", floor=None)
+    add_all(memory, make_sessions(40, seed=5), app="a")
+    memory.add_fact("The quartz lighthouse is in Aberdeen.", app="a", fact_id="lighthouse", date="2024-02-02")
+    yield memory
+    memory.close()
+
+
+class InlineLexical:
+    """The lexical channel called in the caller's thread: the order before the worker thread."""
+
+    def __init__(self, channel: LexicalChannel):
+        self.channel = channel
+
+    def submit(self, *args, **kwargs):
+        from concurrent.futures import Future
+
+        done: Future = Future()
+        try:
+            done.set_result(self.channel.search(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - handed back like the pool does
+            done.set_exception(exc)
+        return done
+
+
+def _keys(results):
+    return [(h.chunk_id, h.score, h.ranks, h.scores) for h in results]
+
+
+def test_same_hits_as_one_channel_after_the_other(mem):
+    inline = Channels(mem.store, mem.dense, InlineLexical(mem.lexical), mem.embedder)
+    for query in QUERIES:
+        threaded = run_search(mem._channels(app="a"), "a", query, 10, mem.settings)
+        sequential = run_search(inline, "a", query, 10, mem.settings)
+        assert threaded and _keys(threaded) == _keys(sequential)
+
+
+def test_many_threads_at_once_agree_with_one(mem):
+    want = {q: _keys(mem.search(q, app="a", k=10)) for q in QUERIES}
+    errors, got = [], []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(5):
+                q = QUERIES[(n + i) % len(QUERIES)]
+                got.append(_keys(mem.search(q, app="a", k=10)) == want[q])
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(got) == 40 and all(got)
+
+
+def test_an_unusable_lexical_index_still_falls_back_to_vectors(mem, monkeypatch):
+    def unavailable(*args, **kwargs):
+        raise LexicalUnavailable("index incomplete (test)")
+
+    monkeypatch.setattr(mem.lexical, "search", unavailable)
+    results = mem.search("copper falcon", app="a", k=5)
+    assert results and {h.stage for h in results} == {"dense"}
+    assert any("lexical channel off" in note for note in results.notes)
+
+
+def test_any_other_lexical_failure_reaches_the_caller(mem, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk gone (test)")
+
+    monkeypatch.setattr(mem.lexical, "search", broken)
+    with pytest.raises(RuntimeError, match="disk gone"):
+        mem.search("copper falcon", app="a", k=5)
+
+
+def test_the_floor_answers_nothing_without_waiting_on_bm25(mem, monkeypatch):
+    started, release = threading.Event(), threading.Event()
+
+    def slow(*args, **kwargs):
+        started.set()
+        release.wait(10)
+        raise RuntimeError("never observed")
+
+    monkeypatch.setattr(mem.lexical, "search", slow)
+    floored = mem.derive(floor=1.01)  # no cosine reaches it
+    results = floored.search("copper falcon", app="a", k=5)
+    assert list(results) == [] and "nothing relevant" in results.notes[0]
+    started.wait(10)
+    release.set()  # the abandoned half ends; its exception is dropped, not raised anywhere
+
+
+def test_close_stops_the_worker_threads(db_path):
+    memory = Memory(db_path, embedder="hash")
+    add_all(memory, make_sessions(5, seed=1), app="a")
+    memory.search("garden", app="a")
+    assert any(t.name.startswith("vestige-bm25") for t in threading.enumerate())
+    memory.close()
+    assert not any(t.name.startswith("vestige-bm25") and t.is_alive() for t in threading.enumerate())
