@@ -12,7 +12,7 @@ What it measures, on this machine, with the default embedder (all-MiniLM-L6-v2 i
    the real tokenizer), then the same ingest through a filled ``EmbeddingCache``, then one full
    ingest with the real model. Overhead share = ingest-without-model / (that + embedding).
 3. Search latency p50/p95 at each size (10k and 100k chunks by default) through
-   ``Memory.search``: dense + BM25 + RRF + fetching the hits. The corpus is real LongMemEval_S
+   ``Memory.search``: dense + BM25 + fusion + fetching the hits. The corpus is real LongMemEval_S
    text (distinct haystack sessions, packed into ~window-sized chunks by characters) written
    through ``store.put_items``; its vectors are synthetic but structured: a Gaussian mixture
    around real MiniLM embeddings of LoCoMo chunks, normalised, int8. Queries are real
@@ -46,7 +46,7 @@ from vestige.write.chunk import chunk_session
 from vestige.embed import get_embedder
 from vestige.embed.base import Embedder, normalise, quantize
 from vestige.embed.cache import EmbeddingCache
-from vestige.read.fusion import rrf
+from vestige.read.fusion import convex
 from vestige.ingest import locomo_sessions
 from vestige.memory import Memory
 from vestige.store.base import IndexedChunk, Item
@@ -395,7 +395,7 @@ def bench_search(path: Path, fake: Embedder, queries: list[str], repeats: int) -
         log(f"  search pass: p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms (load {load1():.1f})")
     # Stage breakdown (same queries, one pass): each store call on its own.
     depth = memory.settings.depth
-    stages = {"dense": [], "lexical": [], "rrf": [], "fetch": []}
+    stages = {"dense": [], "lexical": [], "fusion": [], "fetch": []}
     for q in queries:
         qv = fake.embed([q])
         t0 = time.perf_counter()
@@ -403,11 +403,11 @@ def bench_search(path: Path, fake: Embedder, queries: list[str], repeats: int) -
         t1 = time.perf_counter()
         lex = memory.lexical.search(APP, lexical.analyze(q), depth, memory.settings.k1, memory.settings.b)
         t2 = time.perf_counter()
-        fused = rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lex]}, 60)[:32]
+        fused = convex(dense, lex, memory.settings.dense_weight, depth)[:32]  # the shipped fusion
         t3 = time.perf_counter()
         store.fetch_chunks(APP, [c for c, _, _ in fused])
         t4 = time.perf_counter()
-        for key, a, b in (("dense", t0, t1), ("lexical", t1, t2), ("rrf", t2, t3), ("fetch", t3, t4)):
+        for key, a, b in (("dense", t0, t1), ("lexical", t1, t2), ("fusion", t2, t3), ("fetch", t3, t4)):
             stages[key].append((b - a) * 1000)
     memory.store.close()
     p50s = [pct(p, 50) for p in passes]
@@ -559,7 +559,7 @@ def summary(r: dict) -> str:
         st = s["stages_p50_ms"]
         lines.append(
             f"| search {int(n):,} chunks p50 / p95 (target p50 < 30 ms) | {s['p50_ms']:.1f} / {s['p95_ms']:.1f} ms "
-            f"(dense {st['dense']:.1f}, BM25 {st['lexical']:.1f}, RRF {st['rrf']:.1f}, fetch {st['fetch']:.1f}) |"
+            f"(dense {st['dense']:.1f}, BM25 {st['lexical']:.1f}, fusion {st['fusion']:.1f}, fetch {st['fetch']:.1f}) |"
         )
     for n, c in r["cold_start"].items():
         lines.append(
