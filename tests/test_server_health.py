@@ -162,3 +162,31 @@ def test_keys_refuse_text_that_is_not_unicode(tmp_path):
         keys.create("a", label="bad \udcff label")
     with pytest.raises(InvalidInput):
         keys.revoke("vst_\udcff")
+
+
+@pytest.mark.parametrize("failure", ["store error", "raw sqlite error"])
+def test_a_storage_failure_does_not_tell_clients_where_the_database_is(tmp_path, monkeypatch, caplog, failure):
+    """A 5xx names the database's path in the server log only: the path (or a PostgreSQL host)
+    is the operator's business, not every API key holder's."""
+    from vestige.errors import StoreError
+    from vestige.keys import KeyStore
+
+    (tmp_path / "secret-folder").mkdir()
+    memory = fill(tmp_path / "secret-folder" / "m.sqlite")
+    location = str(memory.store.location)
+    key = KeyStore(memory.store).create("me")[0]
+
+    def broken(*args, **kwargs):
+        if failure == "store error":
+            raise StoreError(f"the disk holding {location} is full (database or disk is full)")
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(memory, "search", broken)
+    with ServerThread(create_app(memory)) as srv, caplog.at_level("ERROR", logger="vestige"):
+        r = httpx.post(f"{srv.url}/v1/apps/me/search", json={"query": "cat"},
+                       headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert r.status_code >= 500
+    body = r.text
+    assert "secret-folder" not in body and "the database" in body, body
+    assert "secret-folder" in caplog.text
+    memory.close()

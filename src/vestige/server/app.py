@@ -510,12 +510,19 @@ def create_app(
     api.add_middleware(BodyTimeout, seconds=timeout_seconds)
     bearer = HTTPBearer(auto_error=False, description="A per-app key from `vestige keys create`.")
 
+    def for_clients(message: str) -> str:
+        """A server-side failure as a client may read it: where the database lives (a path, a
+        host) is the operator's business, and stays in the server log."""
+        location = str(getattr(memory.store, "location", "") or "")
+        return message.replace(location, "the database") if location else message
+
     @api.exception_handler(VestigeError)
     async def vestige_error(request: Request, exc: VestigeError) -> JSONResponse:
         # Each error class carries its status and code (vestige.errors): nothing is matched by text.
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         if exc.status >= 500:
             log.error("%s on %s %s: %s", type(exc).__name__, request.method, request.url.path, exc)
+            return _error(exc.status, exc.code, for_clients(str(exc)), headers)
         return _error(exc.status, exc.code, str(exc), headers)
 
     @api.exception_handler(RequestValidationError)
@@ -547,7 +554,7 @@ def create_app(
         # Every store call translates its own errors; this is the net under any that does not.
         error = translate(exc, memory.store.location)
         log.error("%s on %s %s: %s", type(exc).__name__, request.method, request.url.path, error)
-        return _error(error.status, error.code, str(error))
+        return _error(error.status, error.code, for_clients(str(error)))
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
