@@ -46,6 +46,7 @@ from vestige.store.base import (
     IndexedChunk,
     Item,
     ItemSummary,
+    ItemVersion,
     KeyRecord,
     LexicalStats,
     LexicalUnavailable,
@@ -546,6 +547,26 @@ class StoreContract:
         assert store.item_history(A, "session", "s1") == []
         store.delete_app(A)
         assert store.item_history(A, "fact", "f1") == []
+
+    def test_put_history_appends_versions_as_given(self, store: Store) -> None:
+        from vestige.errors import NotFound
+
+        store.put_items(A, [session("s1", "now")])
+        old = [ItemVersion("2024-01-01T00:00:00+00:00", session("s1", "first", metadata={"v": 1})[0]),
+               ItemVersion("2024-02-01T00:00:00+00:00", session("s1", "second", metadata={"v": 2})[0])]
+        store.put_history(A, "session", "s1", old)
+        assert store.item_history(A, "session", "s1") == old  # replaced_at kept, oldest first
+        store.put_items(A, [session("s1", "later")], archive=True)
+        history = store.item_history(A, "session", "s1")
+        assert history[:2] == old and len(history) == 3  # a later archive goes after them
+        with pytest.raises(NotFound):
+            store.put_history(A, "session", "absent", [ItemVersion(old[0].replaced_at, session("absent", "x")[0])])
+        with pytest.raises(NotFound):
+            store.put_history(B, "session", "s1", old)
+        with pytest.raises(ValueError):  # a version of another item: nothing written
+            store.put_history(A, "session", "s1", [old[0], ItemVersion("2024-03-01T00:00:00+00:00", fact("s1", "x")[0])])
+        assert len(store.item_history(A, "session", "s1")) == 3
+        assert store.delete_item(A, "session", "s1") and store.item_history(A, "session", "s1") == []
 
     def test_chunk_ids_where_filters_by_metadata_as_json(self, store: Store) -> None:
         store.put_items(A, [session("s1", "one", "two", metadata={"source": "chat", "n": 1, "ok": True}),

@@ -46,6 +46,8 @@ def build_source(path: Path | str, with_locomo: bool = True) -> dict[str, Any]:
         mem.add_fact("The user is allergic to peanuts.", app="notes", fact_id="allergy", metadata={"src": "chat"})
         mem.add_fact("The user's sister lives in Lyon.", app="notes", fact_id="sister")
         mem.add_fact("The user's sister moved to Porto.", app="notes", fact_id="sister")  # a replace
+        mem.update("allergy", app="notes", text="The user is allergic to peanuts and shellfish.")  # history
+        mem.update("allergy", app="notes", metadata={"src": "doctor"})
         mem.add_fact("Forget me.", app="notes", fact_id="gone")
         mem.delete("gone", app="notes")
         mem.add_session([{"role": "user", "content": "nul \x00 and the \ufdd0 mark"}], app="notes", session_id="odd")
@@ -61,6 +63,13 @@ def build_source(path: Path | str, with_locomo: bool = True) -> dict[str, Any]:
 def exports(location: Any) -> dict[str, list[str]]:
     with Memory(location) as mem:
         return {app: list(jsonl_lines(mem, app)) for app in mem.apps()}
+
+
+def histories(location: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every kept version of the notes app's facts (replaced-at times included)."""
+    with Memory(location) as mem:
+        return {f["fact_id"]: mem.history(f["fact_id"], app="notes", kind="fact")
+                for f in mem.list(app="notes", kind="fact")}
 
 
 def keys_of(location: Any) -> list[tuple]:
@@ -90,6 +99,8 @@ def test_sqlite_to_postgresql_and_back(pg_server: Any, tmp_path: Path) -> None:
     assert set(want) == {"empty", "locomo", "notes"} and want["empty"] == []
     assert exports(url) == want and exports(back) == want
     assert keys_of(url) == keys_of(src) == keys_of(back)
+    assert histories(url) == histories(src) == histories(back) and len(histories(src)["allergy"]) == 2
+    assert report.checked["histories"] == 1
     with Memory(src) as mem:
         plan = mem.plan
     for where in (url, back):
@@ -200,6 +211,7 @@ def test_any_two_stores_through_the_contract(tmp_path: Path) -> None:
     back = tmp_path / "back.sqlite"
     migrate(middle, back)
     assert exports(back) == exports(src)
+    assert histories(back) == histories(src) and len(histories(src)["allergy"]) == 2
     assert middle.apps() == ["empty", "notes"]  # a store given is not closed
     empty = migrate(SQLiteStore(":memory:"), tmp_path / "nothing.sqlite")
     assert empty.apps == {} and empty.keys == 0

@@ -4,7 +4,8 @@ or any two stores), through the store contract only, verified before it commits.
 What is copied: every app (empty ones too) with its sessions and facts (ids, dates, metadata,
 messages, content hashes, list order), their chunks as stored (text, turns, roles, view, token
 counts, which channels they are in) with their int8 vectors as stored (nothing is re-embedded,
-so no model is loaded), every API key (its hash, prefix, label, dates; revoked ones stay revoked)
+so no model is loaded), the previous versions ``Memory.update`` kept of each item (their
+replaced-at times included), every API key (its hash, prefix, label, dates; revoked ones stay revoked)
 and the recorded embedder and index plan (``META_KEYS``). The BM25 postings are written from the
 stored chunk text with the one analyzer, as every write does. Not kept: chunk, item and key ids
 (the destination numbers its own; a key id shown by ``vestige keys list`` may change), app
@@ -22,7 +23,8 @@ holds DST's write lock throughout, and checked inside it before it commits (``ve
 
 - apps, meta and per-app counts (sessions, messages, facts, chunks) are equal;
 - every item is listed in the same order with the same date and content hash, keys are equal
-  (hashes included), and a sample of items are equal whole, chunks and vectors included;
+  (hashes included), a sample of items are equal whole, chunks, vectors and history included,
+  and so is the history of every item that has one;
 - per app, up to ``sample`` queries built from stored chunks (BM25 over the words of a chunk's
   text, dense from a chunk's stored vector) rank the same top ``DEPTH`` chunks, by (session or
   fact id, position, view, text), with the same scores;
@@ -41,7 +43,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,7 @@ from .embed.base import dequantize
 from .errors import ConfigError, VestigeError
 from .lexical import LexicalChannel
 from .store.base import (
-    KINDS, AppCounts, IndexedChunk, Item, KeyRecord, LexicalUnavailable, Store, StoredChunk, open_store,
+    KINDS, AppCounts, IndexedChunk, Item, ItemVersion, KeyRecord, LexicalUnavailable, Store, StoredChunk, open_store,
 )
 from .vectors import ExactDenseIndex
 
@@ -185,14 +187,21 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
                 dst.delete_item(app, "fact", PLACEHOLDER)
         batch: list[tuple[Item, list[IndexedChunk]]] = []
         batch_app, batch_chunks = None, 0
+        # Previous versions (Memory.update's history) of the batch's items: written once the
+        # items are, since a version is kept only beside its item.
+        pending: list[tuple[Item, list[ItemVersion]]] = []
+        with_history: list[tuple[str, str, str]] = []
 
         def flush() -> None:
-            nonlocal batch, batch_chunks
+            nonlocal batch, batch_chunks, pending
             if batch:
                 dst.put_items(batch_app, batch)  # type: ignore[arg-type]
+                for item, versions in pending:
+                    dst.put_history(batch_app, item.kind, item.external_id, versions)  # type: ignore[arg-type]
+                    with_history.append((batch_app, item.kind, item.external_id))  # type: ignore[arg-type]
                 if progress is not None:
                     progress(len(batch))
-            batch, batch_chunks = [], 0
+            batch, batch_chunks, pending = [], 0, []
 
         for app, item, chunks in _in_chunk_order(src, apps):
             if app != batch_app or len(batch) >= BATCH_ITEMS or batch_chunks >= BATCH_CHUNKS:
@@ -200,6 +209,9 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
                 batch_app = app
             batch.append((item, [_indexed(c) for c in chunks]))
             batch_chunks += len(chunks)
+            versions = src.item_history(app, item.kind, item.external_id)
+            if versions:
+                pending.append((item, versions))
             samples[app].add(item, chunks)
         flush()
         hashes = src.key_hashes()
@@ -207,7 +219,7 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
             _copy_key(dst, key, hashes, src.location)
         report.keys = len(before[1])
         _unchanged(src, dst, before)
-        verify(src, dst, samples, report)
+        verify(src, dst, samples, report, with_history)
         _unchanged(src, dst, before)  # nor while it was compared
     return report
 
@@ -311,14 +323,20 @@ def _mismatch(what: str, src: Store, dst: Store) -> MigrationFailed:
     return MigrationFailed(f"the copy of {src.location} into {dst.location} differs: {what}; nothing was committed")
 
 
-def verify(src: Store, dst: Store, samples: dict[str, _Samples], report: MigrationReport) -> None:
-    """Compare DST with SRC (see the module docstring); raises MigrationFailed on a difference."""
+def verify(src: Store, dst: Store, samples: dict[str, _Samples], report: MigrationReport,
+           with_history: Sequence[tuple[str, str, str]] = ()) -> None:
+    """Compare DST with SRC (see the module docstring); raises MigrationFailed on a difference.
+    ``with_history``: (app, kind, id) of every item whose versions were copied."""
     if dst.apps() != src.apps():
         raise _mismatch(f"apps {dst.apps()} instead of {src.apps()}", src, dst)
     for key in META_KEYS:
         if dst.get_meta(key) != src.get_meta(key):
             raise _mismatch(f"meta {key!r}", src, dst)
-    checked = {"items": 0, "whole_items": 0, "dense_queries": 0, "lexical_queries": 0, "keys": 0}
+    checked = {"items": 0, "whole_items": 0, "histories": 0, "dense_queries": 0, "lexical_queries": 0, "keys": 0}
+    for app, kind, external_id in with_history:
+        if dst.item_history(app, kind, external_id) != src.item_history(app, kind, external_id):
+            raise _mismatch(f"the history of {kind} {external_id!r} of app {app!r}", src, dst)
+        checked["histories"] += 1
     for app in src.apps():
         counts = src.counts(app)
         if dst.counts(app) != counts:
@@ -328,6 +346,8 @@ def verify(src: Store, dst: Store, samples: dict[str, _Samples], report: Migrati
         checked["items"] += _same_lists(src, dst, app)
         for kind, external_id in samples[app].items:
             _same_item(src, dst, app, kind, external_id)
+            if dst.item_history(app, kind, external_id) != src.item_history(app, kind, external_id):
+                raise _mismatch(f"the history of {kind} {external_id!r} of app {app!r}", src, dst)
             checked["whole_items"] += 1
         dense, lex = _same_rankings(src, dst, app, samples[app].chunks, report)
         checked["dense_queries"] += dense

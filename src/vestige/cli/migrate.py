@@ -19,7 +19,8 @@ from .progress import Progress
 @fail_cleanly
 def migrate(src: str, dst: str, sample: int, as_json: bool) -> None:
     """Copy everything SRC holds into DST: apps, sessions, facts, chunks with their vectors (as
-    stored: nothing is re-embedded), API keys, the recorded embedder and index plan.
+    stored: nothing is re-embedded), the versions `update` kept, API keys, the recorded embedder
+    and index plan.
 
     SRC and DST are SQLite files or postgresql:// URLs, e.g.
     `vestige migrate memory.sqlite postgresql://me@db/mem` (and back). DST must be empty or new.
@@ -46,6 +47,7 @@ def migrate(src: str, dst: str, sample: int, as_json: bool) -> None:
     checked = report.checked
     click.echo(
         f"verified: {checked.get('items', 0)} items listed alike, {checked.get('whole_items', 0)} compared whole, "
+        f"{checked.get('histories', 0)} histories alike, "
         f"{checked.get('dense_queries', 0)} dense and {checked.get('lexical_queries', 0)} BM25 rankings identical"
     )
     for note in report.notes:

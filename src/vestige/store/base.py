@@ -98,6 +98,11 @@ class ItemVersion:
     replaced_at: str
     item: Item
 
+    def check_belongs(self, kind: str, external_id: str) -> None:
+        if (self.item.kind, self.item.external_id) != (kind, external_id):
+            raise ValueError(f"a version of {self.item.kind} {self.item.external_id!r} is not one of "
+                             f"{kind} {external_id!r}")
+
     def to_dict(self) -> dict[str, Any]:
         return {"replaced_at": self.replaced_at, **self.item.to_dict()}
 
@@ -297,6 +302,13 @@ class Store(ABC):
     @abstractmethod
     def item_history(self, app: str, kind: str, external_id: str) -> list[ItemVersion]:
         """The kept previous versions of an item, oldest first (empty when none)."""
+
+    @abstractmethod
+    def put_history(self, app: str, kind: str, external_id: str, versions: Sequence[ItemVersion]) -> None:
+        """Append previous versions of a stored item, as given (their ``replaced_at`` kept),
+        after any it has: how ``vestige migrate`` copies a history. Raises ``NotFound`` if the
+        item is not stored, ``ValueError`` if a version belongs to another item; then nothing
+        is written."""
 
     @abstractmethod
     def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:
