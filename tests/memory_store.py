@@ -32,7 +32,7 @@ import numpy as np
 
 from vestige import lexical
 from vestige.dates import now_iso
-from vestige.errors import NotFound, StoreError
+from vestige.errors import StoreError
 from vestige.lexical import postings as lexical_postings
 from vestige.store.base import (
     KINDS,
@@ -371,15 +371,11 @@ class DictStore(Store):
             found = state.apps.get(app)
             return copy.deepcopy(found.versions.get((kind, external_id), [])) if found else []
 
-    def put_history(self, app: str, kind: str, external_id: str, versions: Sequence[ItemVersion]) -> None:
-        _check_kind(kind)
+    def _append_versions(self, app: str, versions: Sequence[ItemVersion]) -> None:
+        found = self._state.apps[app]
         for version in versions:
-            version.check_belongs(kind, external_id)
-        with self.transaction():
-            found = self._state.apps.get(app)
-            if found is None or (kind, external_id) not in found.items:
-                raise NotFound(f"no {kind} {external_id!r} in app {app!r}")
-            found.versions.setdefault((kind, external_id), []).extend(copy.deepcopy(list(versions)))
+            key = (version.item.kind, version.item.external_id)
+            found.versions.setdefault(key, []).append(copy.deepcopy(version))
 
     def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:
         with self._read() as state:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NotFound
 from ..types import Chunk, Message
 
 KINDS: tuple[str, ...] = ("session", "fact")
@@ -303,12 +303,21 @@ class Store(ABC):
     def item_history(self, app: str, kind: str, external_id: str) -> list[ItemVersion]:
         """The kept previous versions of an item, oldest first (empty when none)."""
 
-    @abstractmethod
     def put_history(self, app: str, kind: str, external_id: str, versions: Sequence[ItemVersion]) -> None:
         """Append previous versions of a stored item, as given (their ``replaced_at`` kept),
         after any it has: how ``vestige migrate`` copies a history. Raises ``NotFound`` if the
         item is not stored, ``ValueError`` if a version belongs to another item; then nothing
         is written."""
+        for version in versions:
+            version.check_belongs(kind, external_id)
+        with self.transaction():
+            if self.get_item(app, kind, external_id) is None:
+                raise NotFound(f"no {kind} {external_id!r} in app {app!r}")
+            self._append_versions(app, versions)
+
+    @abstractmethod
+    def _append_versions(self, app: str, versions: Sequence[ItemVersion]) -> None:
+        """Store versions of an item known to exist, inside the caller's transaction."""
 
     @abstractmethod
     def chunk_ids_where(self, app: str, where: Mapping[str, Any]) -> np.ndarray:

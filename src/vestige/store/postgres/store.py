@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...dates import now_iso
-from ...errors import NotFound
 from ...lexical import analyze as lexical_analyze
 from ...lexical import postings as lexical_postings
 from ..base import (
@@ -230,14 +229,9 @@ class PostgresStore(Store):
             app_id = self._app_id(cur, app)
             return [] if app_id is None else records.item_history(cur, app_id, kind, external_id)
 
-    def put_history(self, app: str, kind: str, external_id: str, versions: Sequence[ItemVersion]) -> None:
-        records.table(kind)
-        for version in versions:
-            version.check_belongs(kind, external_id)
+    def _append_versions(self, app: str, versions: Sequence[ItemVersion]) -> None:
         with self._db.write() as cur:
             app_id = self._app_id(cur, app)
-            if app_id is None or records.get_item(cur, app_id, kind, external_id) is None:
-                raise NotFound(f"no {kind} {external_id!r} in app {app!r}")
             for version in versions:
                 records.archive_item(cur, app_id, version.item, version.replaced_at)
 
