@@ -198,7 +198,8 @@ def delete(item_id: str | None, db: str | None, app: str, embedder: str | None, 
 @embedder_option
 @fail_cleanly
 def reindex(db: str | None, app: str, embedder: str | None) -> None:
-    """Rebuild an app's lexical (BM25) index from its stored text."""
+    """Rebuild an app's lexical (BM25) index from its stored text, and its HNSW graph (the
+    `ann` extra, large apps) from its stored vectors."""
     memory = open_memory(db, embedder)
     n = memory.reindex(app)
     click.echo(f"reindexed {n} chunks of app {app!r}")
