@@ -254,6 +254,48 @@ def cold(path: Path, dense: str, q: str, v: np.ndarray, repeats: int, src: str |
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]} | {"runs": runs}
 
 
+RESIDENT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from scale import LookupEmbedder
+import numpy as np
+from vestige import Memory
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+given = json.load(sys.stdin)
+texts, vectors = given["texts"], np.asarray(given["vectors"], np.float32)
+emb = LookupEmbedder(dict(zip(texts, vectors)))
+before = rss_mb()
+memory = Memory(sys.argv[1], embedder=emb, reranker=None, floor=None, dense=sys.argv[3])
+for q in texts:
+    memory.search(q, app="bench", k=32, rerank=False)
+print(json.dumps({"rss_before_open_mb": before, "rss_after_queries_mb": rss_mb(), "queries": len(texts)}))
+"""
+
+
+def resident(path: Path, dense: str, texts: list[str], vectors: np.ndarray) -> dict:
+    """Resident memory of a new process that opened the file and answered the queries, against
+    the raw int8 vectors plus the posting bytes it indexes (the issue's yardstick)."""
+    out = subprocess.run([sys.executable, "-c", RESIDENT, str(path), str(Path(__file__).parent), dense],
+                         input=json.dumps({"texts": texts, "vectors": vectors.tolist()}),
+                         capture_output=True, text=True, check=True, env=source_env(os.environ.get("VESTIGE_SRC")))
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        postings = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM lex_postings").fetchone()[0]
+    raw = (chunks * DIM + postings) / 2**20
+    row |= {"raw_int8_vectors_plus_postings_mb": raw,
+            "ratio_of_growth_to_raw": (row["rss_after_queries_mb"] - row["rss_before_open_mb"]) / raw,
+            "ratio_of_rss_to_raw": row["rss_after_queries_mb"] / raw}
+    log(f"  resident {dense}: {row}")
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000)
@@ -265,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--cold-file", default=None, help="with --baseline: cold start on this database")
     parser.add_argument("--build-only", action="store_true", help="only the build and the cold starts")
+    parser.add_argument("--resident", action="store_true",
+                        help="only the resident memory of a process that answered the queries (HNSW)")
     parser.add_argument("--baseline", default=None, help="src folder of another vestige: build and cold start side by side")
     args = parser.parse_args(argv)
     if args.baseline:
@@ -283,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_only:
         for dense in ("exact", "hnsw"):
             result[f"cold_{dense}"] = cold(path, dense, texts[1], qvecs[1], args.cold_repeats)
+        return finish(result, args.out)
+    if args.resident:
+        result["resident_hnsw"] = resident(path, "hnsw", texts, qvecs)
         return finish(result, args.out)
     lookup = dict(zip(texts, qvecs))
     memories = {}

@@ -202,3 +202,64 @@ def test_memory_option_doctor_reindex_and_delete(db_path):
         assert mem.reindex("one") > 0 and list(folder.glob("*.usearch"))
         mem.delete_app("one")
         assert not list(folder.glob("*"))  # no vector of a deleted app is left beside the file
+
+
+def test_vectors_are_kept_once_in_the_graph_file(db):
+    """The exact re-rank reads the candidates' vectors back from the graph; no second copy is
+    persisted (it doubled a large app's memory) and the scores still equal the exact path's."""
+    store, path = db
+    ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
+    ann.search("a", queries(1, 20), 30)
+    ann.close()
+    files = sorted(p.name.split(".", 1)[1] for p in (path.parent / "m.sqlite.hnsw").iterdir())
+    assert files == ["ids.npy", "json", "usearch"]
+    again = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
+    truth = dict(ExactDenseIndex(store).search("a", queries(1, 21), 3000))
+    got = again.search("a", queries(1, 21), 30)
+    assert got and all(score == truth[c] for c, score in got)
+
+
+def test_the_public_lookup_gives_the_same_vectors(db, monkeypatch):
+    """Without usearch's compiled batch lookup (another usearch version), the public ``get``
+    answers, with the same rows."""
+    from vestige.vectors import hnsw as hnsw_module
+
+    store, path = db
+    ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
+    ann.search("a", queries(1, 22), 10)
+    graph = ann._graphs["a"]
+    keys = graph.ids[[0, 7, 100, 2999]]
+    fast = graph.vectors_of(keys)
+    truth = store.read_vectors("a", 0)
+    assert np.array_equal(fast, truth.vectors[np.searchsorted(truth.ids, keys)])
+
+    class Public:
+        def __init__(self, index):
+            self.index = index
+            self.ndim, self.dtype = index.ndim, index.dtype
+
+        def get(self, k):
+            return self.index.get(k)
+
+    monkeypatch.setattr(graph, "index", Public(graph.index))
+    assert not hasattr(graph.index, "_compiled")
+    assert np.array_equal(hnsw_module._Graph.vectors_of(graph, keys), fast)
+
+
+def test_a_graph_file_replaced_under_a_reader_is_rebuilt_from_the_store(db):
+    """A memory-mapped graph whose file another process replaced (or removed) is built again
+    from the store's vectors before a write extends it: nothing lost, nothing deleted back."""
+    store, path = db
+    writer = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
+    writer.search("a", queries(1, 23), 10)
+    writer.close()
+    reader = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
+    reader.search("a", queries(1, 23), 10)  # loaded as a memory map
+    assert reader._graphs["a"].viewed is not None
+    for file in (path.parent / "m.sqlite.hnsw").glob("*.usearch"):
+        file.unlink()  # replaced / removed by someone else
+    gone = store.read_vectors("a", 0).ids[:50]
+    assert store.delete_item("a", "session", "s0")  # the first 50 chunks
+    put(store, "a", vectors(40, 24), "late")
+    got = {c for c, _ in reader.search("a", queries(1, 25), 3000)}
+    assert got == set(store.read_vectors("a", 0).ids.tolist()) and not got & set(gone.tolist())
