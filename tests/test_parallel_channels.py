@@ -1,5 +1,6 @@
 """The lexical channel runs in a worker thread while the dense channel runs: the same answers as
-one channel after the other, its failures reported as before, nothing left running on close."""
+one channel after the other, its failures reported as before, a few shared threads whatever the
+number of memories."""
 
 from __future__ import annotations
 
@@ -107,12 +108,19 @@ def test_the_floor_answers_nothing_without_waiting_on_bm25(mem, monkeypatch):
     release.set()  # the abandoned half (if it started) ends; its exception is dropped, not raised
 
 
-def test_close_stops_the_worker_threads(db_path):
-    memory = Memory(db_path, embedder="hash")
-    add_all(memory, make_sessions(5, seed=1), app="a")
-    memory.search("garden", app="a")
-    # This memory's own workers (another test's open memory may hold others).
-    workers = list(memory.lexical._pool._threads)
-    assert workers and all(t.is_alive() and t.name.startswith("vestige-bm25") for t in workers)
-    memory.close()
-    assert not any(t.is_alive() for t in workers)
+def test_many_memories_share_a_few_worker_threads(tmp_path):
+    """Memories that are never closed must not each keep threads: the workers are one pool per
+    process, as many as cores, whatever the number of memories."""
+    import os
+
+    before = {t for t in threading.enumerate() if t.name.startswith("vestige-bm25")}
+    memories = []
+    for n in range(12):
+        memory = Memory(tmp_path / f"m{n}.sqlite", embedder="hash")
+        add_all(memory, make_sessions(3, seed=n), app="a")
+        memory.search("garden river", app="a")
+        memories.append(memory)
+    workers = {t for t in threading.enumerate() if t.name.startswith("vestige-bm25")}
+    assert len(workers) <= (os.cpu_count() or 1) and len(workers) >= len(before)
+    for memory in memories:
+        memory.close()

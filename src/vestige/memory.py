@@ -202,7 +202,6 @@ class Memory:
 
     def close(self) -> None:
         if self._owns_store:
-            self.lexical.close()
             self.dense.close()
             self.store.close()
         if self.cache is not None and self._owns_cache:

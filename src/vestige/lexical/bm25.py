@@ -103,6 +103,24 @@ class Layout:
         return cached
 
 
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+_pool_lock = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """One pool for the whole process, one worker per core: every memory shares it, so a
+    program that opens many memories (and never closes them) holds a few idle threads, not a
+    few per memory. Concurrent searches each take a worker; more wait their turn."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        # A forked child inherits the pool object but none of its threads: a new pool there.
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="vestige-bm25")
+            _pool_pid = os.getpid()
+        return _pool
+
+
 class LexicalChannel:
     """BM25 search over one store. Document lengths are cached per app and process, keyed on
     the app's version (an epoch never reused, and its write generation)."""
@@ -114,8 +132,6 @@ class LexicalChannel:
         self._lengths: dict[str, DocLengths] = {}
         self._layouts: dict[str, Layout] = {}
         self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = 0
 
     def _layout(self, app: str, lengths: DocLengths) -> Layout:
         """The addressing of one lengths snapshot, built once per snapshot."""
@@ -150,24 +166,7 @@ class LexicalChannel:
         """``search`` in a worker thread, so that the dense channel runs meanwhile: both spend
         their time outside the GIL (SQLite, numpy, usearch), and a query takes about the
         longer of the two channels instead of their sum."""
-        return self._executor().submit(self.search, app, terms, depth, k1, b, allowed)
-
-    def _executor(self) -> ThreadPoolExecutor:
-        with self._lock:
-            # A forked child inherits the pool object but none of its threads: a new pool there.
-            if self._pool is None or self._pool_pid != os.getpid():
-                # One worker per core: concurrent searches (a server's threads) do not queue
-                # behind one another's lexical half.
-                self._pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="vestige-bm25")
-                self._pool_pid = os.getpid()
-            return self._pool
-
-    def close(self) -> None:
-        """Stop the worker threads (a search in flight finishes first)."""
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None and self._pool_pid == os.getpid():
-            pool.shutdown(wait=True)
+        return _workers().submit(self.search, app, terms, depth, k1, b, allowed)
 
     def search(self, app: str, terms: Sequence[str], depth: int, k1: float = K1, b: float = B,
                allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
