@@ -124,3 +124,16 @@ def test_many_memories_share_a_few_worker_threads(tmp_path):
     assert len(workers) <= (os.cpu_count() or 1) and len(workers) >= len(before)
     for memory in memories:
         memory.close()
+
+
+def test_without_worker_threads_the_lexical_half_runs_inline(mem, monkeypatch):
+    """At interpreter shutdown a pool takes no new work: search still answers, inline."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vestige.lexical import bm25
+
+    want = _keys(mem.search("copper falcon", app="a", k=5))
+    closed = ThreadPoolExecutor(max_workers=1)
+    closed.shutdown()
+    monkeypatch.setattr(bm25, "_workers", lambda: closed)
+    assert _keys(mem.search("copper falcon", app="a", k=5)) == want

@@ -166,7 +166,15 @@ class LexicalChannel:
         """``search`` in a worker thread, so that the dense channel runs meanwhile: both spend
         their time outside the GIL (SQLite, numpy, usearch), and a query takes about the
         longer of the two channels instead of their sum."""
-        return _workers().submit(self.search, app, terms, depth, k1, b, allowed)
+        try:
+            return _workers().submit(self.search, app, terms, depth, k1, b, allowed)
+        except RuntimeError:  # no new threads (the interpreter is shutting down): answer inline
+            done: Future = Future()
+            try:
+                done.set_result(self.search(app, terms, depth, k1, b, allowed))
+            except Exception as exc:  # noqa: BLE001 - handed to the caller, as the pool would
+                done.set_exception(exc)
+            return done
 
     def search(self, app: str, terms: Sequence[str], depth: int, k1: float = K1, b: float = B,
                allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
