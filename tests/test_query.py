@@ -50,6 +50,13 @@ def test_quoted_phrases_are_kept_verbatim() -> None:
         ("Where did we go last summer?", datetime(2022, 6, 1), datetime(2022, 9, 1)),
         ("What did I do in the winter of 2021?", datetime(2021, 12, 1), datetime(2022, 3, 1)),
         ("How many times did I go to the beach in 2022?", datetime(2022, 1, 1), datetime(2023, 1, 1)),
+        # A part of a named month is that month, never the span before today that "the last two
+        # weeks" alone would name (it once read "... of August 2023" as the last two weeks).
+        ("Where was Dave in the last two weeks of August 2022?", datetime(2022, 8, 1), datetime(2022, 9, 1)),
+        ("What was Dave doing in the first weekend of October 2022?", datetime(2022, 10, 1), datetime(2022, 11, 1)),
+        ("What did I do the second week of March?", datetime(2023, 3, 1), datetime(2023, 4, 1)),
+        ("What did I do last week of March?", datetime(2023, 3, 1), datetime(2023, 4, 1)),
+        ("What did I do in the last two weeks?", datetime(2023, 4, 4), datetime(2023, 4, 19)),
     ],
 )
 def test_time_expressions_resolve_against_now(question, start, end) -> None:

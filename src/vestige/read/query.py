@@ -118,9 +118,31 @@ def resolve_time(question: str, now: datetime) -> TimeSpan | None:
         return None
 
 
+_MONTH_NAMES = "|".join(sorted((k for k in _MONTHS if len(k) > 3 or k == "may"), key=len, reverse=True))
+#: "the first weekend of", "the last two weeks of", "the second half of" a named month: read as
+#: the month itself. Checked before the relative rules, which would otherwise read "the last two
+#: weeks of August 2023" as the two weeks before today. The month, not its part: the session
+#: that tells of a weekend is often dated days after it, later in the month.
+_PART_OF_MONTH = re.compile(
+    rf"\b(?:in |during |over |on )?(?:the )?(?:first|second|third|fourth|last|final|past|1st|2nd|3rd|4th)"
+    rf"(?: {_NUM})? (?:days?|weeks?|weekends?|fortnight|half) of ({_MONTH_NAMES})\b(?:,? (\d{{4}}))?"
+)
+
+
+def _month(month_name: str, year: str | None, today: datetime, expression: str) -> TimeSpan:
+    """The whole named month: of the year given, else the latest one that has begun."""
+    month = _MONTHS[month_name]
+    start = datetime(int(year) if year else _last_year_with(month, 1, today), month, 1)
+    end = datetime(start.year + (month == 12), month % 12 + 1, 1)
+    return TimeSpan(start, end, expression)
+
+
 def _resolve_time(question: str, now: datetime) -> TimeSpan | None:
     text = question.lower()
     today = _day(now)
+    m = _PART_OF_MONTH.search(text)
+    if m:
+        return _month(m.group(2), m.group(3), today, m.group(0))
     m = re.search(rf"\b{_NUM} (day|week|month|year)s? ago\b", text)
     if m:
         days = _count(m.group(1)) * _UNIT_DAYS[m.group(2)]
@@ -144,18 +166,13 @@ def _resolve_time(question: str, now: datetime) -> TimeSpan | None:
     if m:
         days = _UNIT_DAYS[m.group(1)]
         return TimeSpan(today - timedelta(days=2 * days), today, m.group(0))
-    month_names = "|".join(sorted((k for k in _MONTHS if len(k) > 3 or k == "may"), key=len, reverse=True))
-    day = _named_day(text, month_names, today)
+    day = _named_day(text, _MONTH_NAMES, today)
     if day is not None:
         return day
     m = re.search(rf"\b(?:in|during|back in|early|late|mid|(?:the )?(?:beginning|start|middle|end) of) "
-                  rf"({month_names})\b(?:,? (\d{{4}}))?", text)
+                  rf"({_MONTH_NAMES})\b(?:,? (\d{{4}}))?", text)
     if m:
-        month = _MONTHS[m.group(1)]
-        year = int(m.group(2)) if m.group(2) else _last_year_with(month, 1, today)
-        start = datetime(year, month, 1)
-        end = datetime(year + (month == 12), month % 12 + 1, 1)
-        return TimeSpan(start, end, m.group(0))
+        return _month(m.group(1), m.group(2), today, m.group(0))
     season = _season(text, today)
     if season is not None:
         return season
