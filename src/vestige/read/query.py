@@ -107,7 +107,9 @@ def _day(moment: datetime) -> datetime:
 
 def resolve_time(question: str, now: datetime) -> TimeSpan | None:
     """The span a question names relative to ``now`` ("last Sunday", "in May", "two weeks ago",
-    "in the past three months", "yesterday"), or None when it names none.
+    "in the past three months", "yesterday"), or absolutely ("October 13, 2023", "the summer of
+    2022", "the first weekend of October 2023": a part of a month is the month), or None when it
+    names none.
 
     "N units ago" is fuzzy in speech: the span is widened by a third of the distance each way.
     A span beyond the years a datetime holds ("3000 years ago", "in December 9999") is none.
