@@ -104,6 +104,46 @@ def test_term_ids_are_handed_out_as_sqlite_does(pg_server: PgServer) -> None:
         pg.close()
 
 
+def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServer) -> None:
+    """Migration 3 regroups blocks of 1,024 chunk ids into blocks of 8,192, as SQLite's 7 does."""
+    import itertools
+
+    from vestige.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, repack
+    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
+
+    url = pg_server.new_url("repack")
+    queries = ("tuna cat", "red bicycle", "Lisbon", "cat")
+    words = "cat tuna red bicycle Lisbon apartment piano garden".split()
+    with Memory(url, embedder="hash") as mem:
+        for start in (1020, 8190, 16383, 70_000):  # ids around both formats' block edges
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("UPDATE counters SET value = %s WHERE name = 'chunk'", (start - 1,))
+            for i in range(8):
+                mem.add_fact(" ".join(words[(i + j) % len(words)] for j in range(2 + i % 5)) + f" n{start}x{i}",
+                             app="a" if i % 3 else "b")
+        before = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
+                  for app in ("a", "b") for q in queries}
+    select = "SELECT app_id, term_id, block, data FROM lex_postings ORDER BY 1, 2, 3"
+    with psycopg.connect(url, autocommit=True) as conn:
+        current = [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()]
+        assert len({b for _, _, b, _ in current}) >= 4
+        with conn.transaction():  # as the previous release left it
+            conn.execute("DELETE FROM lex_postings")
+            for (app_id, term_id), group in itertools.groupby(current, key=lambda r: (r[0], r[1])):
+                for number, data in repack([(b, d) for _, _, b, d in group], BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS):
+                    conn.execute("INSERT INTO lex_postings VALUES (%s, %s, %s, %s)", (app_id, term_id, number, data))
+            conn.execute("UPDATE lex_stats SET version = 1")
+            conn.execute("DELETE FROM vestige_schema WHERE version = %s", (len(PG_MIGRATIONS),))
+    with Memory(url, embedder="hash") as mem:
+        after = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
+                 for app in ("a", "b") for q in queries}
+        assert mem.lexical.status("a") is None and mem.lexical.status("b") is None
+    assert after == before
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()] == current
+        assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
+
+
 # -- Memory end to end ------------------------------------------------------------------------
 
 

@@ -10,14 +10,49 @@ with the schema the extension lives in.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
+from ...lexical.postings import repack
 
 if TYPE_CHECKING:
     import psycopg
 
-MIGRATIONS: list[str] = [
+#: Rows of repacked postings per statement (migration 3).
+_REPACK_BATCH = 20_000
+
+
+def _repack_postings(conn: psycopg.Connection) -> None:
+    """3: posting blocks of 8,192 chunk ids, were 1,024 (lexical format version 2), as SQLite's
+    migration 7: the same postings regrouped; apps whose index was of another version lose
+    their postings to ``vestige reindex``, which they needed anyway."""
+    current = {row[0] for row in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
+    conn.execute("CREATE TEMP TABLE lex_postings_v2 (LIKE lex_postings) ON COMMIT DROP")
+    out: list[tuple[int, int, int, bytes]] = []
+
+    def write() -> None:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO lex_postings_v2 VALUES (%s, %s, %s, %s)", out)
+        out.clear()
+
+    with conn.cursor(name="vestige_repack") as rows:  # server-side: streamed, not all in memory
+        rows.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block")
+        for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
+            if app_id not in current:
+                continue
+            blocks = [(block, bytes(data)) for _, _, block, data in group]
+            out.extend((app_id, term_id, number, data) for number, data in repack(blocks, 10, 13))
+            if len(out) >= _REPACK_BATCH:
+                write()
+    write()
+    conn.execute("DELETE FROM lex_postings")
+    conn.execute("INSERT INTO lex_postings SELECT * FROM lex_postings_v2")
+    conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
+
+
+MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     # 1: the whole first schema: the same tables as SQLite's, with a pgvector column beside the
     # int8 bytes the exact dense channel reads (for an HNSW index later).
     """
@@ -94,7 +129,7 @@ MIGRATIONS: list[str] = [
     -- Document lengths and the indexed-chunk count, read without visiting the chunk rows.
     CREATE INDEX chunks_lexical ON chunks (app_id, id) INCLUDE (lex_len) WHERE in_lexical;
     -- The BM25 inverted index, as in SQLite: one dictionary shared by every app, postings packed
-    -- per (app, term, block of 1024 chunk ids) by vestige.lexical.postings.
+    -- per (app, term, block of 1024 chunk ids; 8192 since migration 3) by vestige.lexical.postings.
     CREATE TABLE lex_terms (id integer PRIMARY KEY, term text COLLATE "C" NOT NULL UNIQUE);
     CREATE TABLE lex_postings (
         app_id bigint NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
@@ -139,6 +174,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX item_versions_item ON item_versions (app_id, kind, external_id, id);
     """,
+    # 3: posting blocks of 8,192 chunk ids (were 1,024), as SQLite's migration 7.
+    _repack_postings,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``vestige_schema``
@@ -184,6 +221,10 @@ def migrate(conn: psycopg.Connection, *, vector_type: str, lock_key: int, create
                         f"{where}: schema holds tables of another program ({foreign}) and no "
                         "vestige_schema; point vestige at another schema (options=-csearch_path=NAME)"
                     )
-            conn.execute(MIGRATIONS[number - 1].replace("{vector}", vector_type))
+            step = MIGRATIONS[number - 1]
+            if callable(step):
+                step(conn)
+            else:
+                conn.execute(step.replace("{vector}", vector_type))
             conn.execute("INSERT INTO vestige_schema (version) VALUES (%s)", (number,))
     return len(MIGRATIONS)

@@ -2,12 +2,49 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
+from collections.abc import Callable
 
 from ...errors import SchemaError
+from ...lexical.postings import repack
 
-MIGRATIONS: list[str] = [
+#: Rows of repacked postings per statement (migration 7).
+_REPACK_BATCH = 20_000
+
+
+def _repack_postings(conn: sqlite3.Connection) -> None:
+    """7: posting blocks of 8,192 chunk ids, were 1,024 (lexical format version 2). The same
+    postings regrouped, so every score stays the same to the bit; apps whose index was of
+    another version are left to ``vestige reindex`` as before."""
+    conn.execute(
+        "CREATE TABLE lex_postings_v2 ("
+        " app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,"
+        " term_id INTEGER NOT NULL, block INTEGER NOT NULL, data BLOB NOT NULL,"
+        " PRIMARY KEY (app_id, term_id, block)) WITHOUT ROWID"
+    )
+    current = {app_id for (app_id,) in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
+    rows = conn.execute(
+        "SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block"
+    )
+    writer = conn.cursor()
+    out: list[tuple[int, int, int, bytes]] = []
+    for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
+        if app_id not in current:
+            continue  # an index refused anyway (stale or another version): rebuilt by reindex
+        blocks = [(block, data) for _, _, block, data in group]
+        out.extend((app_id, term_id, number, data) for number, data in repack(blocks, 10, 13))
+        if len(out) >= _REPACK_BATCH:
+            writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", out)
+            out = []
+    writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", out)
+    conn.execute("DROP TABLE lex_postings")
+    conn.execute("ALTER TABLE lex_postings_v2 RENAME TO lex_postings")
+    conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
+
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 1: the whole first schema.
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,8 +104,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX chunks_app ON chunks (app_id, id);
     CREATE INDEX chunks_session ON chunks (session_id);
     CREATE INDEX chunks_fact ON chunks (fact_id);
-    -- The BM25 inverted index. Postings are packed per (term, block of 1024 chunk ids) as
-    -- little-endian uint16 pairs (chunk id - block * 1024, term frequency).
+    -- The BM25 inverted index. Postings are packed per (term, block of 1024 chunk ids; 8192
+    -- since migration 7) as little-endian uint16 pairs (chunk id - block start, term frequency).
     CREATE TABLE lex_terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
     CREATE TABLE lex_postings (
         app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
@@ -131,6 +168,9 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX item_versions_item ON item_versions (app_id, kind, external_id, id);
     """,
+    # 7: posting blocks of 8,192 chunk ids (were 1,024): a common term's postings are read in
+    # 8x fewer rows, and a bulk build writes 8x fewer.
+    _repack_postings,
 ]
 
 
@@ -146,10 +186,14 @@ def migrate(conn: sqlite3.Connection) -> int:
         try:
             # Re-check under the write lock: another process may have migrated meanwhile.
             if conn.execute("PRAGMA user_version").fetchone()[0] < number:
-                script = re.sub(r"--[^\n]*", "", MIGRATIONS[number - 1])  # comments may hold ';'
-                for statement in script.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                step = MIGRATIONS[number - 1]
+                if callable(step):
+                    step(conn)
+                else:
+                    script = re.sub(r"--[^\n]*", "", step)  # comments may hold ';'
+                    for statement in script.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
             conn.execute("COMMIT")
         except BaseException:

@@ -1,0 +1,135 @@
+"""The posting-block format: ``repack`` regroups postings exactly, and a file written in the first
+format (blocks of 1,024 chunk ids, lexical version 1) is repacked on open by migration 7 into the
+same postings in blocks of 8,192, ranking exactly as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vestige import lexical
+from vestige.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, pack, repack, unpack
+from vestige.memory import Memory
+from vestige.store.sqlite.migrations import MIGRATIONS
+
+
+def _blocks(postings: list[tuple[int, int]], bits: int) -> list[tuple[int, bytes]]:
+    """(chunk id, tf) ascending -> (block number, packed data) in blocks of ``1 << bits``."""
+    out = []
+    for number, group in itertools.groupby(postings, key=lambda p: p[0] >> bits):
+        out.append((number, pack([(chunk & ((1 << bits) - 1), tf) for chunk, tf in group])))
+    return out
+
+
+def _decoded(blocks: list[tuple[int, bytes]], bits: int) -> list[tuple[int, int]]:
+    return [((number << bits) + int(offset), int(tf)) for number, data in blocks for offset, tf in unpack(data)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_repack_keeps_every_posting_in_order(seed: int) -> None:
+    rng = random.Random(seed)
+    ids = sorted(rng.sample(range(200_000), rng.randint(1, 3000)))
+    postings = [(chunk, rng.randint(1, 65535)) for chunk in ids]
+    first = _blocks(postings, FIRST_FORMAT_BLOCK_BITS)
+    now = repack(first, FIRST_FORMAT_BLOCK_BITS, BLOCK_BITS)
+    assert now == _blocks(postings, BLOCK_BITS)  # byte for byte what a fresh write packs
+    assert _decoded(now, BLOCK_BITS) == postings
+    assert repack(now, BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS) == first  # and back
+
+
+def test_repack_refuses_what_it_cannot_represent() -> None:
+    with pytest.raises(ValueError, match="ascending"):
+        repack([(3, pack([(0, 1)])), (1, pack([(0, 1)]))], 10, 13)
+    with pytest.raises(ValueError, match="uint16"):
+        repack([(0, pack([(0, 1)]))], 10, 17)
+    assert repack([], 10, 13) == []
+
+
+def _postings(path: Path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY 1, 2, 3").fetchall()
+    finally:
+        conn.close()
+
+
+def _to_first_format(path: Path, other_version_app: str | None = None) -> None:
+    """Rewrite a current file as the previous release left it: blocks of 1,024, version 1."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY 1, 2, 3").fetchall()
+    conn.execute("DELETE FROM lex_postings")
+    for (app_id, term_id), group in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
+        blocks = repack([(b, d) for _, _, b, d in group], BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS)
+        conn.executemany("INSERT INTO lex_postings VALUES (?, ?, ?, ?)", [(app_id, term_id, b, d) for b, d in blocks])
+    conn.execute("UPDATE lex_stats SET version = 1")
+    if other_version_app:
+        conn.execute("UPDATE lex_stats SET version = 0 WHERE app_id = (SELECT id FROM apps WHERE name = ?)",
+                     (other_version_app,))
+    conn.commit()
+    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    conn.close()
+
+
+def _spread_ids(path: Path, next_id: int) -> None:
+    """Make the next chunk id ``next_id``: postings span many blocks of both formats."""
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'chunks'", (next_id - 1,))
+    conn.commit()
+    conn.close()
+
+
+QUERIES = ("tuna cat", "the red bicycle", "Lisbon apartment", "piano lessons on Tuesday", "cat")
+
+
+def test_a_first_format_file_is_repacked_and_ranks_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    rng = random.Random(7)
+    words = "cat tuna red bicycle Lisbon apartment piano lessons Tuesday garden rain coffee".split()
+    with Memory(path, embedder="hash") as mem:
+        mem.add_fact("bootstrap fact about a cat", app="a")
+    # Ids around both formats' block edges (1,024 and 8,192), and far beyond.
+    for start in (1020, 8190, 16383, 70_000):
+        _spread_ids(path, start)
+        with Memory(path, embedder="hash") as mem:
+            for i in range(12):
+                app = "a" if i % 3 else "b"
+                mem.add_fact(" ".join(rng.choice(words) for _ in range(rng.randint(2, 9))) + f" n{start}x{i}", app=app)
+    with Memory(path, embedder="hash") as mem:
+        before = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
+                  for app in ("a", "b") for q in QUERIES}
+    current = _postings(path)
+    assert len({block for _, _, block, _ in current}) >= 4
+    _to_first_format(path)
+    assert _postings(path) != current
+    with Memory(path, embedder="hash") as mem:
+        after = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
+                 for app in ("a", "b") for q in QUERIES}
+        assert mem.lexical.status("a") is None and mem.lexical.status("b") is None
+    assert after == before
+    assert _postings(path) == current  # the bytes a fresh write of the current format holds
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
+    conn.close()
+
+
+def test_an_index_of_another_version_is_left_to_reindex(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    with Memory(path, embedder="hash") as mem:
+        mem.add_fact("the cat likes tuna", app="kept")
+        mem.add_fact("the dog likes bones", app="stale")
+    _to_first_format(path, other_version_app="stale")
+    with Memory(path, embedder="hash") as mem:
+        assert mem.lexical.status("kept") is None
+        assert "reindex" in (mem.lexical.status("stale") or "")
+        mem.reindex(app="stale")
+        assert mem.lexical.status("stale") is None
+        assert [h.text for h in mem.search("bones", app="stale", k=1, rerank=False)] == ["the dog likes bones"]
+    kept = np.unique([app for app, *_ in _postings(path)])
+    assert len(kept) == 2
