@@ -45,9 +45,16 @@ def term_scores(
 
 
 def normed_term_scores(tf: np.ndarray, norm: np.ndarray, term_idf: float, k1: float = K1) -> np.ndarray:
-    """``term_scores`` from each document's ``length_norm`` (the same floats, element by element)."""
-    tf = tf.astype(np.float64)
-    return term_idf * tf * (k1 + 1.0) / (tf + norm)
+    """``term_scores`` from each document's ``length_norm`` (the same floats, element by element).
+
+    ``idf * tf * (k1 + 1) / (tf + norm)`` in that order, computed in place: one temporary
+    instead of four, the same floats to the bit."""
+    scores = tf.astype(np.float64)
+    denominator = scores + norm
+    scores *= term_idf
+    scores *= k1 + 1.0
+    scores /= denominator
+    return scores
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,4 +251,7 @@ def score_blocks(
     found = np.nonzero(summed > 0)[0]
     if allowed is not None:
         found = found[np.isin(lengths.ids[found], allowed, assume_unique=True)]
-    return top(lengths.ids[found], summed[found], depth)
+    # Ranked by position, which ascends with the chunk id (ties still break by id): only the
+    # depth kept are looked up, not every chunk reached.
+    ids = lengths.ids
+    return [(int(ids[position]), score) for position, score in top(found, summed[found], depth)]
