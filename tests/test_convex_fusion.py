@@ -131,3 +131,42 @@ def test_the_lab_default_is_what_memory_does_by_default():
         shipped.fusion, shipped.dense_weight, shipped.rrf_k, shipped.k1, shipped.b, shipped.depth, shipped.rerank_depth)
     assert c.reranker == settings.RERANKER and c.view == settings.PLAN
     assert c.floor is None  # the lab measures rankings; the floor is calibrated apart
+
+
+def _reference_convex(dense, lexical, w, depth):
+    """The per-item formula, item by item in Python floats (the first implementation)."""
+    dense_n, lexical_n = normalise_dense(dense), normalise_lexical(lexical)
+    dense_missing = dense_n[dense[-1][0]] if dense and len(dense) >= depth else 0.0
+    lexical_missing = lexical_n[lexical[-1][0]] if lexical and len(lexical) >= depth else 0.0
+    ranks: dict = {}
+    for channel, scored in (("dense", dense), ("lexical", lexical)):
+        for rank, (item, _) in enumerate(scored, start=1):
+            ranks.setdefault(item, {}).setdefault(channel, rank)
+    for item_ranks in ranks.values():
+        for channel in ("dense", "lexical"):
+            item_ranks.setdefault(channel, None)
+    scores = {item: w * dense_n.get(item, dense_missing) + (1.0 - w) * lexical_n.get(item, lexical_missing)
+              for item in ranks}
+    return sorted(((item, scores[item], ranks[item]) for item in scores),
+                  key=lambda t: (-t[1], min(r for r in t[2].values() if r is not None), t[0]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_vectorised_fusion_is_the_per_item_formula_to_the_bit(seed):
+    rng = random.Random(seed)
+    depth = rng.choice([3, 10, 50])
+    pool = rng.sample(range(1, 400), 120)
+    coarse = rng.random() < 0.5  # few distinct scores: many exact ties to break
+    def channel(lo, hi):
+        n = rng.randint(0, depth)
+        items = rng.sample(pool, n)
+        scores = sorted((round(rng.uniform(lo, hi), 1 if coarse else 12) for _ in items), reverse=True)
+        return list(zip(items, scores))
+    dense, lexical = channel(-0.3, 0.9), channel(0.0, 25.0)
+    if rng.random() < 0.1:
+        lexical = [(item, 0.0) for item, _ in lexical]  # nothing matched any better
+    w = rng.choice([0.0, 0.3, 0.5, 0.71, 1.0])
+    got = convex(dense, lexical, w, depth)
+    want = _reference_convex(dense, lexical, w, depth)
+    assert [(i, s) for i, s, _ in got] == [(i, s) for i, s, _ in want]  # floats compared exactly
+    assert [list(r.items()) for _, _, r in got] == [list(r.items()) for _, _, r in want]  # key order too
