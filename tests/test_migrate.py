@@ -217,6 +217,29 @@ def test_any_two_stores_through_the_contract(tmp_path: Path) -> None:
     assert empty.apps == {} and empty.keys == 0
 
 
+def test_a_copy_in_many_small_batches_is_the_same_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch limits (large by default: few posting-block rewrites) only cut the copy into
+    put_items calls: crossing them many times gives the same store."""
+    src = tmp_path / "src.sqlite"
+    build_source(src)
+    whole = tmp_path / "whole.sqlite"
+    migrate(src, whole)
+    monkeypatch.setattr(migrate_module, "BATCH_ITEMS", 2)
+    monkeypatch.setattr(migrate_module, "BATCH_CHUNKS", 3)
+    pieces = tmp_path / "pieces.sqlite"
+    migrate(src, pieces)
+    assert exports(pieces) == exports(whole) == exports(src)
+    assert histories(pieces) == histories(whole)
+    a, b = SQLiteStore(whole), SQLiteStore(pieces)
+    try:
+        for query in ("SELECT * FROM lex_terms ORDER BY 1", "SELECT * FROM lex_postings ORDER BY 1, 2, 3",
+                      "SELECT * FROM lex_stats ORDER BY 1"):
+            assert a._db.read(query) == b._db.read(query)
+    finally:
+        a.close()
+        b.close()
+
+
 def test_near_ties_may_swap_but_nothing_else() -> None:
     a = [("x", 1.0), ("y", 0.5), ("z", 0.5 + 1e-15), ("w", 0.1)]
     assert same_ranking(a, a, depth=4)

@@ -62,7 +62,9 @@ from .vectors import ExactDenseIndex
 #: What the store records about how it was built (``Memory`` claims these).
 META_KEYS = ("embedder", "dim", "index_plan", "embedder_spec")
 PAGE = 500  # items listed per read
-BATCH_ITEMS, BATCH_CHUNKS = 200, 4000  # items per put_items (all in the one transaction)
+# Items per put_items (all in the one transaction). Each call rewrites the last posting block
+# of every term it touches: fewer, larger calls copy 100k chunks in 18.4 s instead of 19.7-22.3.
+BATCH_ITEMS, BATCH_CHUNKS = 2000, 32768
 DEPTH = 20  # ranks compared per query
 QUERY_TERMS = 12  # words of a stored chunk that make a BM25 query
 SCORE_TOL = 1e-9  # summation order of BM25 terms may differ in the last bits
