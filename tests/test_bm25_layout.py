@@ -88,3 +88,29 @@ def test_a_layout_and_plain_lengths_give_the_same_floats():
     assert score_blocks(blocks, lengths, len(lengths.ids), total, 100, K1, B) == first
     other = score_blocks(blocks, layout, len(lengths.ids), total, 100, 1.2, 0.5)  # other parameters
     assert other != first and score_blocks(blocks, layout, len(lengths.ids), total, 100, K1, B) == first
+
+
+@pytest.mark.parametrize("depth", [1, 7, 50, 400, 5_000])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_bound_on_the_cut_changes_no_ranking(depth, seed, monkeypatch):
+    """score_blocks keeps only chunks at or over a lower bound on the depth-th best score; with
+    the bound switched off (every chunk reached competes) the ranking is the same, ties at the
+    cut included (few distinct term frequencies and lengths give many exact ties)."""
+    import vestige.lexical.bm25 as bm25
+
+    rng = np.random.default_rng(seed)
+    ids = np.arange(1, 6_000, dtype=np.int64)
+    lengths = DocLengths(None, ids, rng.choice([10.0, 20.0], len(ids)))
+    blocks: dict[int, list[tuple[int, bytes]]] = {}
+    for term in range(5):
+        chosen = np.sort(rng.choice(ids, size=int(rng.integers(1, 3_000)), replace=False))
+        by_block: dict[int, list[tuple[int, int]]] = {}
+        for chunk in chosen.tolist():
+            by_block.setdefault(chunk >> BLOCK_BITS, []).append((chunk & (BLOCK_SIZE - 1), int(rng.integers(1, 3))))
+        blocks[term] = [(number, pack(pairs)) for number, pairs in sorted(by_block.items())]
+    args = (blocks, Layout.of(lengths), len(ids), int(lengths.lengths.sum()), depth, K1, B)
+    bounded = score_blocks(*args)
+    monkeypatch.setattr(bm25, "_cut_at_most", lambda *a: None)
+    assert bounded == score_blocks(*args)
+    assert len(bounded) == min(depth, len({c for term in blocks.values() for number, data in term
+                                           for c in ((number << BLOCK_BITS) + np.frombuffer(data, "<u2")[0::2]).tolist()}))
