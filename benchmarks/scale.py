@@ -10,7 +10,9 @@ matrix shape, not on what the vectors mean. Queries are real LongMemEval questio
 terms), each paired with a synthetic query vector near one centre. What it reports, with
 medians over ``--repeats`` passes of every query, interleaved so load hits all alike:
 
-* build: ``store.put_items`` of every chunk with its known vector, batches of 200 sessions;
+* build: ``store.put_items`` of every chunk with its known vector, batches of 200 sessions
+  (``--sessions-per-call``; 0: every session in one call, the bulk path), then ``--appends``
+  sessions added one call each (the median per call: what an append costs at that size);
 * numpy: the same int8 matrix dequantised once, ``M @ q`` plus an argpartition top-200 — the
   physical floor the exact dense path is compared with (``ratio`` = vestige / numpy);
 * dense exact, dense hnsw (ANN + exact re-rank), BM25 alone, hybrid ``Memory.search`` (k=32,
@@ -148,7 +150,7 @@ def centres_of(path: Path) -> np.ndarray:
     return np.load(saved) if saved.exists() else centres()
 
 
-def build(path: Path, size: int, records: list[dict]) -> dict:
+def build(path: Path, size: int, records: list[dict], per_call: int = 200, appends: int = 0) -> dict:
     for suffix in ("", "-wal", "-shm", ".centres.npy"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     import shutil
@@ -186,7 +188,7 @@ def build(path: Path, size: int, records: list[dict]) -> dict:
             batch.append((item, [IndexedChunk(c, v, list(t)) for c, v, t in zip(chunks, vecs, terms)]))
             total += len(chunks)
             prep_s += time.perf_counter() - t0
-            if len(batch) >= 200 or total >= size:
+            if (per_call and len(batch) >= per_call) or total >= size:
                 t0 = time.perf_counter()
                 store.put_items(APP, batch)
                 write_s += time.perf_counter() - t0
@@ -194,9 +196,26 @@ def build(path: Path, size: int, records: list[dict]) -> dict:
                 if total % 50_000 < 2000:
                     log(f"    {total} chunks, {write_s:.1f} s writing")
         copy += 1
+    # Then sessions added one call each, as a running agent adds them: the cost of an append to
+    # a store this size (a posting block rewritten per term the session holds).
+    append_ms = []
+    for i, (sid, date, turns, chunks, terms) in enumerate(sessions[:appends]):
+        vecs = quantize(normalise(cents[rng.integers(0, len(cents), len(chunks))]
+                                  + rng.normal(0.0, sigma, (len(chunks), DIM)).astype(np.float32)))
+        ext = f"{sid}#append{i}"
+        item = Item("session", ext, None, hashlib.sha256(ext.encode()).hexdigest(), {},
+                    tuple(Message(t["role"], t["content"]) for t in turns))
+        one = [(item, [IndexedChunk(c, v, list(t)) for c, v, t in zip(chunks, vecs, terms)])]
+        t0 = time.perf_counter()
+        store.put_items(APP, one)
+        append_ms.append((time.perf_counter() - t0) * 1000)
     memory.close()
-    return {"chunks": total, "store_write_s": write_s, "prepare_s": prep_s,
-            "chunks_per_s": total / write_s, "file_bytes": path.stat().st_size}
+    out = {"chunks": total, "sessions_per_call": per_call, "store_write_s": write_s, "prepare_s": prep_s,
+           "chunks_per_s": total / write_s, "file_bytes": path.stat().st_size}
+    if append_ms:
+        out |= {"appends": len(append_ms), "append_ms_median": statistics.median(append_ms),
+                "append_ms_p90": float(np.percentile(append_ms, 90))}
+    return out
 
 
 def queries(records: list[dict], n: int, path: Path) -> tuple[list[str], np.ndarray]:
@@ -304,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default="/tmp/vestige-scale")
     parser.add_argument("--reuse", action="store_true", help="keep an existing database of that size")
     parser.add_argument("--cold-repeats", type=int, default=3)
+    parser.add_argument("--appends", type=int, default=0,
+                        help="after the build, add this many sessions one put_items call each (timed)")
+    parser.add_argument("--sessions-per-call", type=int, default=200,
+                        help="sessions per put_items call in the build (0: all in one call)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--cold-file", default=None, help="with --baseline: cold start on this database")
     parser.add_argument("--build-only", action="store_true", help="only the build and the cold starts")
@@ -321,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"size": args.size, "cpus": os.cpu_count(), "load1_start": os.getloadavg()[0]}
     if not (args.reuse and path.exists()):
         log(f"building {path}")
-        result["build"] = build(path, args.size, records)
+        result["build"] = build(path, args.size, records, args.sessions_per_call, args.appends)
         log(f"  {result['build']}")
     texts, qvecs = queries(records, args.queries, path)
     if args.build_only:
@@ -407,14 +430,19 @@ def compare(args: argparse.Namespace) -> int:
             out.mkdir(parents=True, exist_ok=True)
             proc = subprocess.run(
                 [sys.executable, __file__, "--size", str(args.size), "--workdir", str(out), "--build-only",
-                 "--cold-repeats", "0", "--queries", "2"],
+                 "--cold-repeats", "0", "--queries", "2", "--sessions-per-call", str(args.sessions_per_call),
+                 "--appends", str(args.appends)],
                 capture_output=True, text=True, check=True, env=source_env(src))
             build = json.loads(proc.stdout)["build"]
             result["builds"][name].append(build)
-            log(f"  repeat {r} {name}: {build['store_write_s']:.2f} s writing")
+            log(f"  repeat {r} {name}: {build['store_write_s']:.2f} s writing"
+                + (f", append {build['append_ms_median']:.1f} ms" if "append_ms_median" in build else ""))
     if args.repeats:  # --repeats 0: cold starts only, on --cold-file
         result["store_write_s_median"] = {
             name: statistics.median(b["store_write_s"] for b in runs) for name, runs in result["builds"].items()}
+        if args.appends:
+            result["append_ms_median"] = {
+                name: statistics.median(b["append_ms_median"] for b in runs) for name, runs in result["builds"].items()}
     path = Path(args.cold_file) if args.cold_file else work / "current" / f"scale-{args.size}.sqlite"
     with gzip.open(LONGMEMEVAL) as f:
         texts, qvecs = queries(json.load(f), 2, path)
