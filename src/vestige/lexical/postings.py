@@ -7,8 +7,8 @@ transaction; everything that decides what a block holds happens here.
 
 The block size trades reads against appends. A common term has one block per 8,192 chunks (122
 rows to read at a million chunks; 977 with the first format's 1,024), while an append rewrites
-the term's last block (at most 32 KiB). Measured at 100k chunks: one-call bulk build 9.9 s against
-12.0 s, one session added 15.6 against 10.5 ms (BENCHMARKS.md, "Posting blocks").
+the term's last block (at most 32 KiB). Measured at 100k chunks: one-call bulk build 8.9 s against
+11.6 s, one session added 11.0 against 7.9 ms (BENCHMARKS.md, "Posting blocks of 8,192").
 """
 
 from __future__ import annotations
