@@ -144,6 +144,29 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
         assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
 
 
+def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgServer) -> None:
+    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
+
+    url = pg_server.new_url("repack_stale")
+    with Memory(url, embedder="hash") as mem:
+        mem.add_fact("the cat likes tuna", app="kept")
+        mem.add_fact("the dog likes bones", app="stale")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE lex_stats SET version = 1")
+        conn.execute("UPDATE lex_stats SET version = 0 WHERE app_id = (SELECT id FROM apps WHERE name = 'stale')")
+        conn.execute("DELETE FROM vestige_schema WHERE version = %s", (len(PG_MIGRATIONS),))
+    with Memory(url, embedder="hash") as mem:
+        assert mem.lexical.status("kept") is None
+        assert "reindex" in (mem.lexical.status("stale") or "")
+        with psycopg.connect(url, autocommit=True) as conn:
+            orphans = conn.execute(
+                "SELECT term FROM lex_terms t WHERE NOT EXISTS (SELECT 1 FROM lex_postings p WHERE p.term_id = t.id)"
+            ).fetchall()
+        assert orphans == []  # the stale app's own terms went with its postings
+        mem.reindex("stale")
+        assert [h.text for h in mem.search("bones", app="stale", k=1, rerank=False)] == ["the dog likes bones"]
+
+
 # -- Memory end to end ------------------------------------------------------------------------
 
 

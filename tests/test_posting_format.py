@@ -128,6 +128,9 @@ def test_an_index_of_another_version_is_left_to_reindex(tmp_path: Path) -> None:
     with Memory(path, embedder="hash") as mem:
         assert mem.lexical.status("kept") is None
         assert "reindex" in (mem.lexical.status("stale") or "")
+        orphans = mem.store._db.read(
+            "SELECT term FROM lex_terms WHERE id NOT IN (SELECT term_id FROM lex_postings)")
+        assert orphans == []  # the stale app's terms went with its postings ("bones", "dog")
         mem.reindex(app="stale")
         assert mem.lexical.status("stale") is None
         assert [h.text for h in mem.search("bones", app="stale", k=1, rerank=False)] == ["the dog likes bones"]

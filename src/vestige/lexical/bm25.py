@@ -262,8 +262,9 @@ def score_blocks(
     summed = np.bincount(pos, weights=np.concatenate(all_scores), minlength=n)
     cut = None if allowed is not None else _cut_at_most(summed, all_pos, depth)
     if cut is not None:
-        # Only the chunks scoring at least a bound under the depth-th best can rank: a few
-        # hundred, where the chunks reached at all are ~176k at a million chunks.
+        # Only the chunks scoring at least a bound under the depth-th best can rank: one
+        # comparison over the sums, where ranking every chunk reached (~176k at a million
+        # chunks) took a selection over all of them.
         found = np.flatnonzero(summed >= cut)
     else:
         # Every contribution is > 0 (idf > 0, tf > 0): the chunks reached are the positive sums.

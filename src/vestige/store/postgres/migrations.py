@@ -47,9 +47,13 @@ def _repack_postings(conn: psycopg.Connection) -> None:
             if len(out) >= _REPACK_BATCH:
                 write()
     write()
+    skipped = conn.execute("SELECT count(*) FROM lex_postings WHERE app_id NOT IN "
+                           "(SELECT app_id FROM lex_stats WHERE version = 1)").fetchone()[0]
     conn.execute("DELETE FROM lex_postings")
     conn.execute("INSERT INTO lex_postings SELECT * FROM lex_postings_v2")
     conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
+    if skipped:  # no term outlives its postings (deleted text leaves nothing in the index)
+        conn.execute("DELETE FROM lex_terms t WHERE NOT EXISTS (SELECT 1 FROM lex_postings p WHERE p.term_id = t.id)")
 
 
 MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [

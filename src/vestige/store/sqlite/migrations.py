@@ -39,9 +39,13 @@ def _repack_postings(conn: sqlite3.Connection) -> None:
             writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", out)
             out = []
     writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", out)
+    skipped = conn.execute("SELECT count(*) FROM lex_postings WHERE app_id NOT IN "
+                           "(SELECT app_id FROM lex_stats WHERE version = 1)").fetchone()[0]
     conn.execute("DROP TABLE lex_postings")
     conn.execute("ALTER TABLE lex_postings_v2 RENAME TO lex_postings")
     conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
+    if skipped:  # no term outlives its postings (deleted text leaves nothing in the index)
+        conn.execute("DELETE FROM lex_terms WHERE id NOT IN (SELECT DISTINCT term_id FROM lex_postings)")
 
 
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
