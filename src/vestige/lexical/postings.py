@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -61,6 +61,17 @@ def repack(blocks: Sequence[tuple[int, bytes]], from_bits: int, to_bits: int) ->
     ends = np.r_[heads[1:], len(ids)]
     packed = out.tobytes()
     return [(int(new_numbers[s]), packed[4 * s : 4 * e]) for s, e in zip(heads.tolist(), ends.tolist())]
+
+
+def repack_rows(rows: Iterable[tuple[int, int, int, bytes]], apps: Collection[int], from_bits: int,
+                to_bits: int) -> Iterator[tuple[int, int, int, bytes]]:
+    """Stored rows (app id, term id, block, data), sorted by the three, as rows of blocks of
+    ``1 << to_bits``: the stores' format migrations. Rows of apps not in ``apps`` are dropped."""
+    for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
+        if app_id in apps:
+            blocks = [(block, bytes(data)) for _, _, block, data in group]
+            for number, data in repack(blocks, from_bits, to_bits):
+                yield app_id, term_id, number, data
 
 
 def block_of(chunk_id: int) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
-from ...lexical.postings import repack
+from ...lexical.postings import repack_rows
 
 if TYPE_CHECKING:
     import psycopg
@@ -30,23 +30,11 @@ def _repack_postings(conn: psycopg.Connection) -> None:
     their postings to ``vestige reindex``, which they needed anyway."""
     current = {row[0] for row in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
     conn.execute("CREATE TEMP TABLE lex_postings_v2 (LIKE lex_postings) ON COMMIT DROP")
-    out: list[tuple[int, int, int, bytes]] = []
-
-    def write() -> None:
-        with conn.cursor() as cur:
-            cur.executemany("INSERT INTO lex_postings_v2 VALUES (%s, %s, %s, %s)", out)
-        out.clear()
-
-    with conn.cursor(name="vestige_repack") as rows:  # server-side: streamed, not all in memory
+    with conn.cursor(name="vestige_repack") as rows, conn.cursor() as writer:  # rows streamed
         rows.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block")
-        for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
-            if app_id not in current:
-                continue
-            blocks = [(block, bytes(data)) for _, _, block, data in group]
-            out.extend((app_id, term_id, number, data) for number, data in repack(blocks, 10, 13))
-            if len(out) >= _REPACK_BATCH:
-                write()
-    write()
+        repacked = repack_rows(rows, current, 10, 13)
+        while batch := list(itertools.islice(repacked, _REPACK_BATCH)):
+            writer.executemany("INSERT INTO lex_postings_v2 VALUES (%s, %s, %s, %s)", batch)
     skipped = conn.execute("SELECT count(*) FROM lex_postings WHERE app_id NOT IN "
                            "(SELECT app_id FROM lex_stats WHERE version = 1)").fetchone()[0]
     conn.execute("DELETE FROM lex_postings")

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ...errors import SchemaError
-from ...lexical.postings import repack
+from ...lexical.postings import repack_rows
 
 #: Rows of repacked postings per statement (migration 7).
 _REPACK_BATCH = 20_000
@@ -29,16 +29,9 @@ def _repack_postings(conn: sqlite3.Connection) -> None:
         "SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block"
     )
     writer = conn.cursor()
-    out: list[tuple[int, int, int, bytes]] = []
-    for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
-        if app_id not in current:
-            continue  # an index refused anyway (stale or another version): rebuilt by reindex
-        blocks = [(block, data) for _, _, block, data in group]
-        out.extend((app_id, term_id, number, data) for number, data in repack(blocks, 10, 13))
-        if len(out) >= _REPACK_BATCH:
-            writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", out)
-            out = []
-    writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", out)
+    repacked = repack_rows(rows, current, 10, 13)  # an app of another version: left to reindex
+    while batch := list(itertools.islice(repacked, _REPACK_BATCH)):
+        writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", batch)
     skipped = conn.execute("SELECT count(*) FROM lex_postings WHERE app_id NOT IN "
                            "(SELECT app_id FROM lex_stats WHERE version = 1)").fetchone()[0]
     conn.execute("DROP TABLE lex_postings")
