@@ -136,3 +136,17 @@ def test_an_index_of_another_version_is_left_to_reindex(tmp_path: Path) -> None:
         assert [h.text for h in mem.search("bones", app="stale", k=1, rerank=False)] == ["the dog likes bones"]
     kept = np.unique([app for app, *_ in _postings(path)])
     assert len(kept) == 2
+
+
+def test_a_repack_says_so_and_a_new_file_says_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from vestige.lexical.postings import REPACK_NOTICE
+
+    path = tmp_path / "m.sqlite"
+    with caplog.at_level("WARNING", logger="vestige"):
+        with Memory(path, embedder="hash") as mem:
+            mem.add_fact("the cat likes tuna", app="a")
+    assert REPACK_NOTICE not in caplog.text  # migration 7 ran on an empty index: nothing to say
+    _to_first_format(path)
+    with caplog.at_level("WARNING", logger="vestige"):
+        Memory(path, embedder="hash").close()
+    assert REPACK_NOTICE in caplog.text

@@ -11,14 +11,17 @@ with the schema the extension lives in.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
-from ...lexical.postings import repack_rows
+from ...lexical.postings import REPACK_NOTICE, repack_rows
 
 if TYPE_CHECKING:
     import psycopg
+
+log = logging.getLogger("vestige")
 
 #: Rows of repacked postings per statement (migration 3).
 _REPACK_BATCH = 20_000
@@ -29,6 +32,8 @@ def _repack_postings(conn: psycopg.Connection) -> None:
     migration 7: the same postings regrouped; apps whose index was of another version lose
     their postings to ``vestige reindex``, which they needed anyway."""
     current = {row[0] for row in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
+    if conn.execute("SELECT 1 FROM lex_postings LIMIT 1").fetchone():  # a new file: nothing to say
+        log.warning(REPACK_NOTICE)
     conn.execute("CREATE TEMP TABLE lex_postings_v2 (LIKE lex_postings) ON COMMIT DROP")
     with conn.cursor(name="vestige_repack") as rows, conn.cursor() as writer:  # rows streamed
         rows.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import sqlite3
 from collections.abc import Callable
 
 from ...errors import SchemaError
-from ...lexical.postings import repack_rows
+from ...lexical.postings import REPACK_NOTICE, repack_rows
+
+log = logging.getLogger("vestige")
 
 #: Rows of repacked postings per statement (migration 7).
 _REPACK_BATCH = 20_000
@@ -25,6 +28,8 @@ def _repack_postings(conn: sqlite3.Connection) -> None:
         " PRIMARY KEY (app_id, term_id, block)) WITHOUT ROWID"
     )
     current = {app_id for (app_id,) in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
+    if conn.execute("SELECT 1 FROM lex_postings LIMIT 1").fetchone():  # a new file: nothing to say
+        log.warning(REPACK_NOTICE)
     rows = conn.execute(
         "SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block"
     )
