@@ -14,8 +14,9 @@ the term's last block (at most 32 KiB). Measured at 100k chunks: one-call bulk b
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -24,10 +25,14 @@ from ..store.base import PostingBlocks
 from .analyze import analyze
 from .state import status_reason
 
+log = logging.getLogger("vestige")
+
 BLOCK_BITS = 13
 BLOCK_SIZE = 1 << BLOCK_BITS
 #: The block size of the first format (lexical.VERSION 1), which ``repack`` converts from.
 FIRST_FORMAT_BLOCK_BITS = 10
+#: Rows of repacked postings handed to a store per statement.
+REPACK_BATCH = 20_000
 #: What the stores' migrations tell a user when they repack an existing index (once).
 REPACK_NOTICE = ("repacking the BM25 index into blocks of 8,192 chunk ids, once, in one transaction "
                  "(about 40 s a million chunks)")
@@ -66,15 +71,32 @@ def repack(blocks: Sequence[tuple[int, bytes]], from_bits: int, to_bits: int) ->
     return [(int(new_numbers[s]), packed[4 * s : 4 * e]) for s, e in zip(heads.tolist(), ends.tolist())]
 
 
-def repack_rows(rows: Iterable[tuple[int, int, int, bytes]], apps: Collection[int], from_bits: int,
-                to_bits: int) -> Iterator[tuple[int, int, int, bytes]]:
-    """Stored rows (app id, term id, block, data), sorted by the three, as rows of blocks of
-    ``1 << to_bits``: the stores' format migrations. Rows of apps not in ``apps`` are dropped."""
-    for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
-        if app_id in apps:
+def repack_index(rows: Iterable[tuple[int, int, int, bytes]], apps: Collection[int],
+                 write: Callable[[list[tuple[int, int, int, bytes]]], None], from_bits: int, to_bits: int) -> int:
+    """A store's format migration: its posting rows (app id, term id, block, data), sorted by the
+    three, handed to ``write`` in batches as rows of blocks of ``1 << to_bits``. Rows of apps
+    not in ``apps`` (an index of another version, refused anyway) are dropped; returns how
+    many were. Says so on the ``vestige`` logger when there is anything to repack."""
+    dropped = 0
+    told = False
+
+    def repacked() -> Iterator[tuple[int, int, int, bytes]]:
+        nonlocal dropped, told
+        for (app_id, term_id), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
+            if not told:
+                log.warning(REPACK_NOTICE)
+                told = True
+            if app_id not in apps:
+                dropped += sum(1 for _ in group)
+                continue
             blocks = [(block, bytes(data)) for _, _, block, data in group]
             for number, data in repack(blocks, from_bits, to_bits):
                 yield app_id, term_id, number, data
+
+    stream = repacked()
+    while batch := list(itertools.islice(stream, REPACK_BATCH)):
+        write(batch)
+    return dropped
 
 
 def block_of(chunk_id: int) -> tuple[int, int]:

@@ -10,21 +10,14 @@ with the schema the extension lives in.
 
 from __future__ import annotations
 
-import itertools
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
-from ...lexical.postings import REPACK_NOTICE, repack_rows
+from ...lexical.postings import repack_index
 
 if TYPE_CHECKING:
     import psycopg
-
-log = logging.getLogger("vestige")
-
-#: Rows of repacked postings per statement (migration 3).
-_REPACK_BATCH = 20_000
 
 
 def _repack_postings(conn: psycopg.Connection) -> None:
@@ -32,20 +25,15 @@ def _repack_postings(conn: psycopg.Connection) -> None:
     migration 7: the same postings regrouped; apps whose index was of another version lose
     their postings to ``vestige reindex``, which they needed anyway."""
     current = {row[0] for row in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
-    if conn.execute("SELECT 1 FROM lex_postings LIMIT 1").fetchone():  # a new file: nothing to say
-        log.warning(REPACK_NOTICE)
     conn.execute("CREATE TEMP TABLE lex_postings_v2 (LIKE lex_postings) ON COMMIT DROP")
     with conn.cursor(name="vestige_repack") as rows, conn.cursor() as writer:  # rows streamed
         rows.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block")
-        repacked = repack_rows(rows, current, 10, 13)
-        while batch := list(itertools.islice(repacked, _REPACK_BATCH)):
-            writer.executemany("INSERT INTO lex_postings_v2 VALUES (%s, %s, %s, %s)", batch)
-    skipped = conn.execute("SELECT count(*) FROM lex_postings WHERE app_id NOT IN "
-                           "(SELECT app_id FROM lex_stats WHERE version = 1)").fetchone()[0]
+        dropped = repack_index(rows, current, lambda batch: writer.executemany(
+            "INSERT INTO lex_postings_v2 VALUES (%s, %s, %s, %s)", batch), 10, 13)
     conn.execute("DELETE FROM lex_postings")
     conn.execute("INSERT INTO lex_postings SELECT * FROM lex_postings_v2")
     conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
-    if skipped:  # no term outlives its postings (deleted text leaves nothing in the index)
+    if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
         conn.execute("DELETE FROM lex_terms t WHERE NOT EXISTS (SELECT 1 FROM lex_postings p WHERE p.term_id = t.id)")
 
 

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
-import logging
 import re
 import sqlite3
 from collections.abc import Callable
 
 from ...errors import SchemaError
-from ...lexical.postings import REPACK_NOTICE, repack_rows
-
-log = logging.getLogger("vestige")
-
-#: Rows of repacked postings per statement (migration 7).
-_REPACK_BATCH = 20_000
+from ...lexical.postings import repack_index
 
 
 def _repack_postings(conn: sqlite3.Connection) -> None:
@@ -28,21 +21,16 @@ def _repack_postings(conn: sqlite3.Connection) -> None:
         " PRIMARY KEY (app_id, term_id, block)) WITHOUT ROWID"
     )
     current = {app_id for (app_id,) in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
-    if conn.execute("SELECT 1 FROM lex_postings LIMIT 1").fetchone():  # a new file: nothing to say
-        log.warning(REPACK_NOTICE)
     rows = conn.execute(
         "SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block"
     )
     writer = conn.cursor()
-    repacked = repack_rows(rows, current, 10, 13)  # an app of another version: left to reindex
-    while batch := list(itertools.islice(repacked, _REPACK_BATCH)):
-        writer.executemany("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", batch)
-    skipped = conn.execute("SELECT count(*) FROM lex_postings WHERE app_id NOT IN "
-                           "(SELECT app_id FROM lex_stats WHERE version = 1)").fetchone()[0]
+    dropped = repack_index(rows, current, lambda batch: writer.executemany(
+        "INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", batch), 10, 13)
     conn.execute("DROP TABLE lex_postings")
     conn.execute("ALTER TABLE lex_postings_v2 RENAME TO lex_postings")
     conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
-    if skipped:  # no term outlives its postings (deleted text leaves nothing in the index)
+    if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
         conn.execute("DELETE FROM lex_terms WHERE id NOT IN (SELECT DISTINCT term_id FROM lex_postings)")
 
 
