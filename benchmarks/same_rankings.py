@@ -3,6 +3,7 @@ committed under benchmarks/results, field by field (timings and provenance aside
 
     python benchmarks/same_rankings.py                      # LongMemEval every 10th question, LoCoMo conv 1
     python benchmarks/same_rankings.py --configs default,bm25-only --keep /tmp/slices
+    python benchmarks/same_rankings.py --full --configs default,rrf,bm25-only   # whole dev sets
 
 Each LongMemEval question and each LoCoMo conversation is its own haystack, so a slice's rows
 must equal the committed full run's rows with the same ids. Exit status 1 on any difference.
@@ -46,13 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default="default,rrf,vectors-only,bm25-only,evidence,session-doc",
                         help="bench configs to re-run (each must have a committed full run)")
     parser.add_argument("--keep", help="write the slices' runs here (default: a temporary folder)")
+    parser.add_argument("--full", action="store_true", help="every question of both dev sets, not slices")
     args = parser.parse_args(argv)
     configs = [get_config(name) for name in args.configs.split(",")]
     out_root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="same-rankings-"))
     failed = False
     for dataset, (file, committed, options) in SLICES.items():
         outs = [out_root / dataset / c.name for c in configs]
-        run_benchmarks(dataset, DATA / file, configs, outs, progress=False, **options)
+        run_benchmarks(dataset, DATA / file, configs, outs, progress=False, **({} if args.full else options))
         for config, out in zip(configs, outs):
             differ = compare(RESULTS / committed / config.name / "rows.jsonl", out / "rows.jsonl")
             n = len(rows_by_id(out / "rows.jsonl"))
