@@ -1,9 +1,17 @@
-"""Exact dense search: every vector of the app against the query, one matrix product.
+"""Exact dense search: every vector of the app against the query.
 
-The app's int8 vectors are held per process as a normalised float32 matrix. The cache is
-valid for one ``AppVersion``: the same epoch and generation reuse it; new writes without
-deletions extend it with the rows after its last id; a deletion, or another epoch (the app
-was deleted and created again, possibly under a reused integer id), rebuilds it.
+The app's int8 vectors are held per process as they are stored (a quarter of a float32 matrix)
+with their inverse norms. Small apps are scored whole in float32, as ever. Above
+``FULL_SCAN_MAX`` rows a first pass takes exact integer products with the query quantised to
+int8 (``int8_scan``): they bound every row's cosine from above, off by at most the norm of the
+query's rounding error. The rows with the best bounds are scored in float32; if the depth-th
+best of those beats every bound left out, no other row can be in the top, which is the float32
+scan's (the same rows; a score may differ from a whole-matrix product in the last bit).
+Otherwise four times as many rows are scored, up to all of them.
+
+The cache is valid for one ``AppVersion``: the same epoch and generation reuse it; new writes
+without deletions extend it with the rows after its last id; a deletion, or another epoch (the
+app was deleted and created again, possibly under a reused integer id), rebuilds it.
 """
 
 from __future__ import annotations
@@ -17,7 +25,16 @@ from ..embed.base import dequantize
 from ..errors import EmbedderMismatch
 from ..ranking import top
 from ..store.base import AppVersion, Store
+from . import int8_scan
 from .base import DenseIndex
+
+#: Apps (or filtered sets) of at most this many rows are scored whole in float32.
+FULL_SCAN_MAX = 4096
+#: Rows scored in float32 per row asked for, on the first try (the bound held on 100 of 100
+#: questions at 100k with 2; see BENCHMARKS.md).
+CANDIDATES_PER_DEPTH = 2
+#: Slack for float32 rounding in the bounds and the scores (each ~1e-6 of a cosine).
+ROUNDING_MARGIN = 1e-5
 
 
 @dataclass(frozen=True)
@@ -25,7 +42,61 @@ class _Matrix:
     version: AppVersion
     max_id: int
     ids: np.ndarray  # int64, ascending
-    matrix: np.ndarray  # float32 (n, dim), rows normalised
+    packed: int8_scan.PackedProducts | None  # the first rows, prepacked for the int8 kernel
+    tail: np.ndarray  # uint8 (n - len(packed), dim): the rows after them, as kernel codes
+    inverse_norms: np.ndarray  # float32 (n,): 1 / |int8 vector| (1 for a zero vector)
+
+    @property
+    def dim(self) -> int:
+        return self.tail.shape[1]
+
+    def rows(self, picked: np.ndarray | None = None) -> np.ndarray:
+        """int8 vectors of the rows at these positions (None: every row, in order)."""
+        if self.packed is None:
+            return int8_scan.int8_of(self.tail if picked is None else self.tail[picked])
+        if picked is None:
+            return np.vstack([self.packed.vectors, int8_scan.int8_of(self.tail)])
+        split = len(self.packed)
+        out = np.empty((len(picked), self.dim), np.int8)
+        head = picked < split
+        out[head] = self.packed.vectors[picked[head]]
+        out[~head] = int8_scan.int8_of(self.tail[picked[~head] - split])
+        return out
+
+    def products(self, queries: np.ndarray) -> np.ndarray:
+        """int32 (m, n): the int8 queries' dot products with every row."""
+        if self.packed is None:
+            return int8_scan.products(self.tail, queries)
+        if not len(self.tail):
+            return self.packed(queries)
+        return np.hstack([self.packed(queries), int8_scan.products(self.tail, queries)])
+
+
+def inverse_norms(vectors: np.ndarray) -> np.ndarray:
+    """1 / the norm of each int8 row, as ``dequantize`` divides by it (a zero row: 1)."""
+    out = np.empty(len(vectors), np.float32)
+    for start in range(0, len(vectors), 8192):
+        norms = np.linalg.norm(np.asarray(vectors[start : start + 8192], np.float32), axis=1)
+        norms[norms == 0] = 1.0
+        out[start : start + 8192] = 1.0 / norms
+    return out
+
+
+def cosines(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Each int8 row's best cosine over the queries, as the float32 scan has always scored it."""
+    product = dequantize(vectors) @ queries.T
+    # One query: its column as is (the same values; no reduction pass over every row).
+    return product[:, 0] if product.shape[1] == 1 else product.max(axis=1)
+
+
+def _pack(packed: int8_scan.PackedProducts | None, tail: np.ndarray):
+    """Prepack the tail's rows into the kernel's matrix once they are a sizeable share (a pack
+    costs ~0.1 s per 100k rows; unpacked rows cost ~2x as much per query)."""
+    count = len(tail) + (len(packed) if packed is not None else 0)
+    if count <= FULL_SCAN_MAX or len(tail) <= max(FULL_SCAN_MAX, count // 32):
+        return packed, tail
+    rows = int8_scan.int8_of(tail) if packed is None else np.vstack([packed.vectors, int8_scan.int8_of(tail)])
+    return int8_scan.PackedProducts(rows), tail[:0]
 
 
 class ExactDenseIndex(DenseIndex):
@@ -66,17 +137,16 @@ class ExactDenseIndex(DenseIndex):
             batch = self.store.read_vectors(app, 0)
             if batch.version is None:
                 return None
-        matrix = dequantize(batch.vectors) if len(batch.ids) else None
-        ids = batch.ids
-        if extend and cached is not None and cached.matrix.size:
-            if matrix is not None:
-                ids = np.concatenate([cached.ids, ids])
-                matrix = np.vstack([cached.matrix, matrix])
-            else:
-                ids, matrix = cached.ids, cached.matrix
-        if matrix is None:
-            matrix = np.zeros((0, 0), np.float32)
-        fresh = _Matrix(batch.version, int(ids[-1]) if len(ids) else 0, ids, matrix)
+        ids, packed, tail = batch.ids, None, int8_scan.codes_of(np.asarray(batch.vectors, np.int8))
+        inverse = inverse_norms(batch.vectors)
+        if extend and cached is not None and len(cached.ids):
+            ids = np.concatenate([cached.ids, ids])
+            packed, tail = cached.packed, np.vstack([cached.tail, tail]) if len(tail) else cached.tail
+            inverse = np.concatenate([cached.inverse_norms, inverse])
+        if not len(ids):
+            tail = tail.reshape(0, tail.shape[1] if tail.ndim == 2 else 0)
+        packed, tail = _pack(packed, tail)
+        fresh = _Matrix(batch.version, int(ids[-1]) if len(ids) else 0, ids, packed, tail, inverse)
         with self._lock:
             self._cache[app] = fresh
         return fresh
@@ -87,15 +157,62 @@ class ExactDenseIndex(DenseIndex):
         if cache is None or not len(cache.ids):
             return []
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        if queries.shape[1] != cache.matrix.shape[1]:
+        if queries.shape[1] != cache.dim:
             raise EmbedderMismatch(
-                f"query vectors have {queries.shape[1]} dimensions, the index of app {app!r} "
-                f"{cache.matrix.shape[1]}"
+                f"query vectors have {queries.shape[1]} dimensions, the index of app {app!r} {cache.dim}"
             )
-        product = cache.matrix @ queries.T
-        # One query: its column as is (the same values; no reduction pass over every row).
-        scores = product[:, 0] if product.shape[1] == 1 else product.max(axis=1)
-        if allowed is not None:
-            keep = np.isin(cache.ids, allowed, assume_unique=True)
-            return top(cache.ids[keep], scores[keep], depth)
-        return top(cache.ids, scores, depth)
+        rows = None if allowed is None else np.flatnonzero(np.isin(cache.ids, allowed, assume_unique=True))
+        count = len(cache.ids) if rows is None else len(rows)
+        if count <= max(FULL_SCAN_MAX, depth):
+            ids = cache.ids if rows is None else cache.ids[rows]
+            return top(ids, cosines(cache.rows(rows), queries), depth)
+        return _bounded_top(cache, queries, depth, rows)
+
+
+def _bounded_top(cache: _Matrix, queries: np.ndarray, depth: int, rows: np.ndarray | None) -> list[tuple[int, float]]:
+    """The float32 scan's top, from integer products and an upper bound on every cosine."""
+    keys, scale, slack = upper_bounds(cache, queries)
+    if rows is not None:
+        keys = keys[rows]
+    count = len(keys)
+    wanted = min(count, CANDIDATES_PER_DEPTH * depth)
+    while True:
+        picked = np.argpartition(keys, count - wanted)[count - wanted :] if wanted < count else np.arange(count)
+        chosen = picked if rows is None else rows[picked]
+        scores = cosines(cache.rows(chosen), queries)
+        if wanted >= count:
+            break
+        # Every row left out has a bound at most the smallest picked one: if the depth-th best
+        # cosine picked is over it, no row left out can be in (or tie into) the top.
+        depth_th = np.partition(scores, len(scores) - depth)[len(scores) - depth]
+        if depth_th > float(keys[picked].min()) / scale + slack:
+            break
+        wanted = min(count, wanted * 4)
+    return top(cache.ids[chosen], scores, depth)
+
+
+def upper_bounds(cache: _Matrix, queries: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(keys, scale, slack): no float32 cosine of row i with any query exceeds
+    keys[i] / scale + slack, and the keys order the rows as those bounds do.
+
+    Each query q is scaled so its largest component is 127 and rounded: q = q8 / s + e. For a
+    unit row v, q . v = (q8 . v) / s + e . v <= (q8 . v) / s + |e|. The integer products q8 . v8
+    come from the int8 kernel; v = v8 / |v8|. One query: the keys are (q8 . v), the affine map
+    is left to the few rows compared (two passes over every row saved).
+    """
+    peaks = np.abs(queries).max(axis=1)
+    scales = 127.0 / np.where(peaks > 0, peaks, 1.0)
+    quantised = np.clip(np.rint(queries * scales[:, None]), -127, 127)
+    errors = np.linalg.norm(queries - quantised / scales[:, None], axis=1) + ROUNDING_MARGIN
+    products = cache.products(quantised.astype(np.int8))
+    keys = products[0] * cache.inverse_norms
+    if len(queries) == 1:
+        return keys, float(scales[0]), float(errors[0])
+    keys *= np.float32(1.0 / scales[0])
+    keys += np.float32(errors[0])
+    for j in range(1, len(queries)):
+        other = products[j] * cache.inverse_norms
+        other *= np.float32(1.0 / scales[j])
+        other += np.float32(errors[j])
+        np.maximum(keys, other, out=keys)
+    return keys, 1.0, 0.0

@@ -1,0 +1,162 @@
+"""The exact scan's int8 first pass: exact integer products, and a top equal to the float32 scan's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vestige.embed.base import dequantize, normalise, quantize
+from vestige.ranking import top
+from vestige.store.base import IndexedChunk, Item
+from vestige.store.sqlite import SQLiteStore
+from vestige.types import Chunk, Message
+from vestige.vectors import ExactDenseIndex, exact, int8_scan
+
+DIM = 48
+
+
+def int8_rows(n: int, dim: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-127, 128, (n, dim)).astype(np.int8)
+
+
+@pytest.mark.parametrize("dim", [384, 17])
+@pytest.mark.parametrize("m", [1, 3])
+def test_products_are_the_exact_integers(dim, m):
+    vectors, queries = int8_rows(9000, dim, 1), int8_rows(m, dim, 2)
+    vectors[:3] = 127  # the extremes: the largest sums
+    queries[0, :] = -127
+    truth = (vectors.astype(np.int64) @ queries.astype(np.int64).T).T
+    assert int8_scan._broken is None  # the kernel runs here (else the numpy path is tested twice)
+    codes = int8_scan.codes_of(vectors)
+    assert np.array_equal(int8_scan.int8_of(codes), vectors)
+    for got in (int8_scan.PackedProducts(vectors)(queries), int8_scan.products(codes, queries),
+                int8_scan.numpy_products(vectors, queries)):
+        assert got.dtype == np.int32 and got.shape == (m, 9000)
+        assert np.array_equal(got, truth)
+
+
+def test_without_onnxruntime_numpy_gives_the_same_integers(monkeypatch):
+    vectors, queries = int8_rows(5000, DIM, 3), int8_rows(2, DIM, 4)
+    codes = int8_scan.codes_of(vectors)
+    want = int8_scan.products(codes, queries)
+    monkeypatch.setattr(int8_scan, "_broken", "no kernel in this test")
+    monkeypatch.setattr(int8_scan, "_unpacked", None)
+    packed = int8_scan.PackedProducts(vectors)
+    assert packed._session is None
+    assert np.array_equal(packed(queries), want) and np.array_equal(int8_scan.products(codes, queries), want)
+
+
+def clustered(n: int, seed: int, spread: float = 0.3) -> np.ndarray:
+    """Unit vectors around a few centres, quantised as stored; some rows repeated (exact ties)."""
+    rng = np.random.default_rng(seed)
+    centres = normalise(rng.normal(size=(6, DIM)).astype(np.float32))
+    rows = normalise(centres[rng.integers(0, 6, n)] + rng.normal(0, spread, (n, DIM)).astype(np.float32))
+    rows[1::97] = rows[::97][: len(rows[1::97])]
+    return quantize(rows)
+
+
+def put(store: SQLiteStore, app: str, vecs: np.ndarray, prefix: str, per_item: int = 500) -> None:
+    items = []
+    for start in range(0, len(vecs), per_item):
+        ext = f"{prefix}{start}"
+        chunks = [IndexedChunk(Chunk(f"{ext} {j}", j, ("user",), j, j), v, [ext, str(j)])
+                  for j, v in enumerate(vecs[start : start + per_item])]
+        items.append((Item("session", ext, None, ext, {}, (Message("user", ext),)), chunks))
+    store.put_items(app, items)
+
+
+def float32_scan(store: SQLiteStore, app: str, queries: np.ndarray, depth: int,
+                 allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The reference: every row dequantised and scored in float32 (the scan before the kernel)."""
+    batch = store.read_vectors(app, 0)
+    scores = (dequantize(batch.vectors) @ np.atleast_2d(queries).T).max(axis=1)
+    keep = np.ones(len(batch.ids), bool) if allowed is None else np.isin(batch.ids, allowed)
+    return top(batch.ids[keep], scores[keep], depth)
+
+
+def assert_same_top(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    """The same rows; the same order but for rows whose scores agree to float rounding."""
+    assert {c for c, _ in got} == {c for c, _ in want}
+    assert len(got) == len(want)
+    for (gid, gscore), (wid, wscore) in zip(got, want):
+        assert abs(gscore - wscore) < 1e-6
+        if gid != wid:
+            assert abs(dict(want)[gid] - wscore) < 1e-6
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SQLiteStore(tmp_path / "m.sqlite")
+    put(s, "a", clustered(12_000, 1), "s")
+    yield s
+    s.close()
+
+
+def test_the_int8_path_serves_large_apps_with_the_float32_top(store):
+    index = ExactDenseIndex(store)
+    queries = normalise(dequantize(clustered(40, 2)) + 0.05)
+    for q in queries[:20]:
+        assert_same_top(index.search("a", q[None], 200), float32_scan(store, "a", q[None], 200))
+    for pair in queries[20:].reshape(10, 2, DIM):  # a follow-up: two vectors, each row's best
+        assert_same_top(index.search("a", pair, 50), float32_scan(store, "a", pair, 50))
+    assert index._cache["a"].packed is not None and len(index._cache["a"].packed) == 12_000
+
+
+def test_the_bound_holds_where_every_score_is_close(tmp_path, monkeypatch):
+    """Rows all near one direction, and only depth candidates at first: the integer products
+    alone cannot order them, so the bound must send the search on to more rows."""
+    s = SQLiteStore(tmp_path / "t.sqlite")
+    rng = np.random.default_rng(5)
+    base = normalise(rng.normal(size=(1, DIM)).astype(np.float32))
+    put(s, "a", quantize(normalise(base + rng.normal(0, 0.02, (8000, DIM)).astype(np.float32))), "t")
+    monkeypatch.setattr(exact, "CANDIDATES_PER_DEPTH", 1)
+    calls = []
+    real = exact.cosines
+    monkeypatch.setattr(exact, "cosines", lambda rows, q: calls.append(len(rows)) or real(rows, q))
+    index = ExactDenseIndex(s)
+    for q in normalise(base + rng.normal(0, 0.05, (10, DIM)).astype(np.float32)):
+        assert_same_top(index.search("a", q[None], 100), float32_scan(s, "a", q[None], 100))
+    assert max(calls) > 100  # some search scored more than its first 100 rows
+    s.close()
+
+
+def test_appended_rows_and_repacks_keep_the_float32_top(store):
+    index = ExactDenseIndex(store)
+    q = normalise(dequantize(clustered(1, 3)))
+    index.search("a", q, 100)
+    packed = index._cache["a"].packed
+    put(store, "a", clustered(300, 4), "u")  # a small tail: scanned unpacked
+    assert_same_top(index.search("a", q, 100), float32_scan(store, "a", q, 100))
+    cache = index._cache["a"]
+    assert cache.packed is packed and len(cache.tail) == 300
+    put(store, "a", clustered(5000, 5), "v")  # a large one: packed again with the rest
+    assert_same_top(index.search("a", q, 100), float32_scan(store, "a", q, 100))
+    assert len(index._cache["a"].packed) == 17_300 and len(index._cache["a"].tail) == 0
+
+
+def test_deleted_rows_never_come_back(store):
+    index = ExactDenseIndex(store)
+    q = normalise(dequantize(clustered(1, 6)))
+    best = index.search("a", q, 10)[0][0]
+    assert store.delete_item("a", "session", store.fetch_chunks("a", [best])[best].session_id)
+    got = index.search("a", q, 300)
+    assert best not in {c for c, _ in got}
+    assert_same_top(got, float32_scan(store, "a", q, 300))
+
+
+def test_a_filter_over_a_large_app_ranks_only_allowed_rows(store):
+    index = ExactDenseIndex(store)
+    ids = store.read_vectors("a", 0).ids
+    allowed = ids[::2].copy()  # 6,000 rows: over FULL_SCAN_MAX, so the int8 path filters
+    q = normalise(dequantize(clustered(1, 7)))
+    got = index.search("a", q, 200, allowed=allowed)
+    assert set(c for c, _ in got) <= set(allowed.tolist())
+    assert_same_top(got, float32_scan(store, "a", q, 200, allowed))
+
+
+def test_small_apps_are_scored_whole_as_before(tmp_path):
+    s = SQLiteStore(tmp_path / "small.sqlite")
+    put(s, "a", clustered(900, 8), "w")
+    q = normalise(dequantize(clustered(2, 9)))
+    assert ExactDenseIndex(s).search("a", q, 50) == float32_scan(s, "a", q, 50)  # to the bit
+    s.close()
