@@ -55,9 +55,9 @@ from .exact import ExactDenseIndex
 log = logging.getLogger("vestige")
 
 #: Below this many chunks in an app the exact scan answers (faster there, and exact). Measured
-#: on 2 loaded cores, top-200 at expansion_search 1,536: exact 13 / 18 / 21 ms against HNSW 18 /
-#: 30 / 34 ms at 10k / 25k / 50k vectors; at 100k exact 24 ms, HNSW 11 ms (BENCHMARKS.md).
-CROSSOVER = 75_000
+#: on 2 cores, hybrid search p50 with the int8 exact scan against the graph: 3.8 / 8.0 ms
+#: against 5.6 / 6.9 ms at 100k / 300k chunks; the lines cross near 220k (BENCHMARKS.md).
+CROSSOVER = 200_000
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 1536  # recall@200 0.993 at 100k (1,024: 0.988; 512: 0.969), see BENCHMARKS.md
