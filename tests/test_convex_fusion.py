@@ -170,3 +170,5 @@ def test_the_vectorised_fusion_is_the_per_item_formula_to_the_bit(seed):
     want = _reference_convex(dense, lexical, w, depth)
     assert [(i, s) for i, s, _ in got] == [(i, s) for i, s, _ in want]  # floats compared exactly
     assert [list(r.items()) for _, _, r in got] == [list(r.items()) for _, _, r in want]  # key order too
+    limit = rng.randint(0, len(want) + 2)
+    assert convex(dense, lexical, w, depth, limit=limit) == got[:limit]  # a limit only cuts the list

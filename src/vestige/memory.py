@@ -97,7 +97,7 @@ class Memory:
             self.settings = SearchSettings(
                 depth=depth, fusion=check_fusion(fusion), dense_weight=check_dense_weight(dense_weight),
                 rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
-                floor=self._floor(floor),
+                floor=self._floor(floor), fetch_whole_pool=len(self.plan.sets) > 1,
             )
             # A second stage re-reads the top fused candidates (None: the fused order is final).
             self.reranker = get_reranker(reranker) if isinstance(reranker, str) or reranker is None else reranker

@@ -95,12 +95,13 @@ def _placed(ids: np.ndarray, union: np.ndarray, values: np.ndarray, absent: floa
 
 
 def convex(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]],
-           dense_weight: float, depth: int) -> Fused:
+           dense_weight: float, depth: int, limit: int | None = None) -> Fused:
     """Fuse (id, score) lists, best first: [(id, fused score, {channel: rank or None})].
 
     ``depth``: how deep each channel was asked; a list this long may have been cut. In numpy
     over the few hundred candidates, with the floats of the per-item formula (the same
     operations in the same order); ties by the best single-channel rank, then by id.
+    ``limit``: only the first this many are returned (the rest are never built).
     """
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError(f"the dense weight must be in [0, 1], got {dense_weight}")
@@ -124,7 +125,7 @@ def convex(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, floa
     fused = dense_weight * dense_value + (1.0 - dense_weight) * lexical_value
     best_rank = np.where(dense_rank == 0, lexical_rank,
                          np.where(lexical_rank == 0, dense_rank, np.minimum(dense_rank, lexical_rank)))
-    order = np.lexsort((union, best_rank, -fused))
+    order = np.lexsort((union, best_rank, -fused))[:limit]
     ids, scores = union[order].tolist(), fused[order].tolist()
     dense_ranks, lexical_ranks = dense_rank[order].tolist(), lexical_rank[order].tolist()
     return [

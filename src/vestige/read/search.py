@@ -22,7 +22,7 @@ from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
 from ..vectors import DenseIndex, ExactDenseIndex
 from ..errors import ConfigError
-from .fusion import FUSIONS, convex, rrf
+from .fusion import FUSIONS, Fused, convex, rrf
 
 log = logging.getLogger("vestige")
 
@@ -38,6 +38,10 @@ class SearchSettings:
     lexical: bool = True  # False: the vector-only ranking, byte for byte
     rerank_depth: int = settings.RERANK_DEPTH  # the second stage re-reads this many fused candidates
     floor: float | None = None  # best cosine under this: nothing is relevant, answer nothing
+    # The plan indexes some text twice (views "both", "split-apart", "...+turns"): every
+    # candidate of the pool is fetched at once, so a hit merges the best ranks of all its copies
+    # there. Otherwise rows are fetched only as far as the hits need (most searches read k rows).
+    fetch_whole_pool: bool = False
 
 
 def check_fusion(fusion: object) -> str:
@@ -100,7 +104,7 @@ def run_search(
     depth = max(settings.depth, k)
     # The second stage may lift any of the top rerank_depth candidates into the budget.
     pool = max(k, settings.rerank_depth) if reranker is not None and settings.lexical else k
-    pool *= 2  # room for the duplicates merged below
+    pool *= 2  # room for the duplicates merged below (fetched only as far as they are needed)
     # The lexical channel starts first, in its worker thread, and runs while the dense one does.
     lexical_job = None
     if settings.lexical:
@@ -137,20 +141,10 @@ def run_search(
         chosen = [(cid, score, {"dense": rank, "lexical": None}) for rank, (cid, score) in enumerate(dense[:pool], 1)]
         stage = "dense"
     else:
-        fused = _fuse(dense, lexical_ranking, settings, depth)
-        chosen = fused[:pool]
+        chosen = _fuse(dense, lexical_ranking, settings, depth, pool)
         stage = "fused"
-    dense_scores = dict(dense)
-    lexical_scores = dict(lexical_ranking or [])
-    rows = channels.store.fetch_chunks(app, [cid for cid, _, _ in chosen])
-    # A chunk ranked a moment ago may have been deleted by another writer since: it is left
-    # out (the result is what the memory held at some instant of the search), never a crash.
-    hits = [
-        _hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
-        for cid, score, ranks in chosen
-        if cid in rows
-    ]
-    hits = _merge_duplicates(hits)
+    wanted = len(chosen) if settings.fetch_whole_pool else pool // 2
+    hits = _fetch_hits(channels.store, app, chosen, wanted, dict(dense), dict(lexical_ranking or []), stage)
     # The second stage re-reads fused candidates. Without the lexical channel (the kill switch,
     # or an index that cannot be trusted) search is the vector-only ranking, byte for byte.
     if reranker is not None and hits and lexical_ranking is not None:
@@ -162,6 +156,27 @@ def run_search(
     return Results(hits[:k], notes, best_cosine, comparable)
 
 
+def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense_scores: dict[int, float],
+                lexical_scores: dict[int, float], stage: str) -> list[Hit]:
+    """The first ``wanted`` distinct hits of the candidates, fetching their rows in order and
+    only as many as that takes: most searches read ``wanted`` rows, not the whole pool.
+
+    A chunk ranked a moment ago may have been deleted by another writer since: it is left out
+    (the result is what the memory held at some instant of the search), never a crash.
+    """
+    fetched: list[Hit] = []
+    hits: list[Hit] = []
+    taken = 0
+    while taken < len(chosen) and len(hits) < wanted:
+        step = chosen[taken : taken + wanted - len(hits)]
+        taken += len(step)
+        rows = store.fetch_chunks(app, [cid for cid, _, _ in step])
+        fetched += [_hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
+                    for cid, score, ranks in step if cid in rows]
+        hits = _merge_duplicates(fetched)
+    return hits
+
+
 def _abandon(job: Future | None) -> None:
     """The lexical half is no longer needed: cancel it if it has not started; if it has, let it
     finish unobserved (its exception, if any, is dropped: the search answered without it)."""
@@ -170,10 +185,11 @@ def _abandon(job: Future | None) -> None:
 
 
 def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
-          depth: int) -> list[tuple[int, float, dict[str, int | None]]]:
+          depth: int, pool: int) -> list[tuple[int, float, dict[str, int | None]]]:
+    """The first ``pool`` of the fused ranking."""
     if settings.fusion == "rrf":
-        return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)
-    return convex(dense, lexical_ranking, settings.dense_weight, depth)
+        return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
+    return convex(dense, lexical_ranking, settings.dense_weight, depth, limit=pool)
 
 
 def _hit(
@@ -207,7 +223,8 @@ def _hit(
 
 def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
     """One hit per distinct text of a session: views "both" and "split-apart" index some text
-    twice (once per view or channel). The first keeps its place and the best rank per channel."""
+    twice (once per view or channel). The first keeps its place and the best rank per channel
+    of the copies fetched (idempotent: merging a longer list again gives the same ranks)."""
     kept: dict[tuple[str | None, str | None, str], Hit] = {}
     out = []
     for hit in hits:

@@ -1,0 +1,78 @@
+"""Search fetches the text of its candidates in rank order, only as many as its hits need,
+and merges the copies that views "both" and "split-apart" index twice."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conftest import WORDS, add_all, make_sessions
+from vestige import Memory
+from vestige.read import search
+
+
+def counting(mem: Memory) -> list[int]:
+    """Wrap the store's fetch: the number of rows asked for, per call."""
+    asked: list[int] = []
+    real = mem.store.fetch_chunks
+    mem.store.fetch_chunks = lambda app, ids: asked.append(len(ids)) or real(app, ids)
+    return asked
+
+
+def user_only_sessions(n: int, seed: int) -> list[dict]:
+    """Sessions of one user turn: the views that index user turns twice make exact copies."""
+    rng = random.Random(seed)
+    return [{"session_id": f"u{i}", "messages": [{"role": "user", "content": " ".join(rng.choices(WORDS, k=9))}]}
+            for i in range(n)]
+
+
+def whole_pool(store, app, chosen, wanted, dense_scores, lexical_scores, stage):
+    """The fetch before: every candidate of the pool at once, then merged."""
+    rows = store.fetch_chunks(app, [cid for cid, _, _ in chosen])
+    return search._merge_duplicates([search._hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
+                                     for cid, score, ranks in chosen if cid in rows])
+
+
+def test_a_search_without_copies_reads_k_rows(tmp_path):
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None)
+    add_all(mem, make_sessions(40, seed=1))
+    asked = counting(mem)
+    hits = mem.search("garden lantern harbor", k=8, rerank=False)
+    assert len(hits) == 8 and asked == [8]  # was 16: twice k, room for copies this view never makes
+    mem.close()
+
+
+@pytest.mark.parametrize("view", ["both", "split-apart"])
+def test_copies_are_merged_and_the_budget_still_filled(tmp_path, view, monkeypatch):
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, plan=view)
+    sessions = user_only_sessions(40, seed=2)
+    add_all(mem, sessions)
+    queries = [s["messages"][0]["content"] for s in sessions[:12]]
+    assert mem.settings.fetch_whole_pool  # this plan makes copies: the whole pool, as ever
+    asked = counting(mem)
+    lazy = [mem.search(q, k=10, rerank=False) for q in queries]
+    assert set(asked) == {20}
+    for hits in lazy:
+        keys = [(h.session_id, h.fact_id, h.text) for h in hits]
+        assert len(hits) == 10 and len(set(keys)) == 10
+    mem.close()
+
+
+def test_rows_fetched_in_steps_give_the_whole_pools_hits(tmp_path, monkeypatch):
+    """Exact copies within one plan (the same user line twice in a session, say): the steps
+    read on until k distinct hits, and return what fetching the whole pool returned."""
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, chunk_tokens=16)
+    sessions = user_only_sessions(40, seed=3)
+    for s in sessions[::2]:
+        s["messages"] = s["messages"] * 3  # the same turn three times, a chunk each: copies
+    add_all(mem, sessions)
+    queries = [" ".join(random.Random(s).choices(WORDS, k=3)) for s in range(12)]
+    asked = counting(mem)
+    lazy = [mem.search(q, k=10, rerank=False) for q in queries]
+    assert len(asked) > len(queries) and max(asked) <= 10  # some searches read a second step
+    monkeypatch.setattr(search, "_fetch_hits", whole_pool)
+    whole = [mem.search(q, k=10, rerank=False) for q in queries]
+    assert [[h.chunk_id for h in hits] for hits in lazy] == [[h.chunk_id for h in hits] for hits in whole]
+    assert all(len({(h.session_id, h.text) for h in hits}) == len(hits) for hits in lazy)
+    mem.close()
