@@ -1,7 +1,8 @@
 """No network and no telemetry at run time, proved in a network namespace.
 
-``vestige ingest``, ``vestige search``, ``vestige keys create`` and an exercised ``vestige serve``
-run with the real default embedder inside ``unshare -n -m``: a namespace whose only interface is
+``vestige ingest``, ``vestige search``, the exact scan's int8 kernel over a large app,
+``vestige keys create`` and an exercised ``vestige serve`` run with the real default embedder
+inside ``unshare -n -m``: a namespace whose only interface is
 loopback, with a private /etc/resolv.conf (and /etc/hosts, /etc/nsswitch.conf) that sends every
 DNS lookup to a recording listener on 127.0.0.1:53. The test asserts
 
@@ -53,6 +54,27 @@ SESSIONS = [
         {"role": "user", "content": "I am training for a half marathon in October."},
     ]},
 ]
+
+
+# The exact scan's int8 kernel (an onnxruntime session of its own) over an app of 6,000 chunks,
+# large enough for it; vectors given, nothing embedded, in a database of its own (random vectors
+# would fail the health probe of the served one).
+INT8_SCAN = """
+import sys
+import numpy as np
+from vestige.store.base import IndexedChunk, Item, open_store
+from vestige.types import Chunk, Message
+from vestige.vectors import ExactDenseIndex, int8_scan
+store = open_store(sys.argv[1])
+vectors = np.random.default_rng(0).integers(-127, 128, (6000, 384)).astype(np.int8)
+items = [(Item("session", f"big{s}", None, f"big{s}", {}, (Message("user", "x"),)),
+          [IndexedChunk(Chunk(f"c{s + j}", j, ("user",), j, j), v, ["c"]) for j, v in enumerate(vectors[s:s + 500])])
+         for s in range(0, 6000, 500)]
+store.put_items("int8-scan", items)
+found = ExactDenseIndex(store).search("int8-scan", vectors[:1].astype(np.float32) / 127.0, 10)
+store.close()
+print("ok" if found and int8_scan._broken is None else f"failed: {int8_scan._broken}")
+"""
 
 
 # -- the namespace side (run as a script inside unshare) ------------------------------------------
@@ -204,6 +226,12 @@ def inside(work: Path) -> None:
     step("ingest", "ingest", str(work / "sessions.jsonl"), "--db", str(db), "--app", "notes")
     hits = step("search", "search", "what is the dog called", "--db", str(db), "--app", "notes")
     report["search_found_biscuit"] = "Biscuit" in hits
+    dns.phase = "int8-scan"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", INT8_SCAN, str(db.with_name("int8-scan.sqlite"))], env=env,
+                          capture_output=True, text=True, timeout=120)
+    report["steps"]["int8-scan"] = {"rc": done.returncode, "seconds": round(time.monotonic() - start, 1),
+                                    "stdout": done.stdout[-200:], "stderr": done.stderr[-2000:]}
     key = step("keys", "keys", "create", "--app", "notes", "--db", str(db)).strip().splitlines()[-1:]
     key = key[0].strip() if key else ""
 
@@ -308,8 +336,9 @@ def test_no_network_and_no_files_outside_the_database_folder(tmp_path: Path) -> 
     report, left = run_in_namespace(tmp_path)
 
     steps = report["steps"]
-    for name in ("ingest", "search", "keys"):
+    for name in ("ingest", "search", "int8-scan", "keys"):
         assert steps[name]["rc"] == 0, f"vestige {name} failed: {steps[name]['stderr']}"
+    assert steps["int8-scan"]["stdout"].strip() == "ok", steps["int8-scan"]
     assert report["search_found_biscuit"], "the search did not find the ingested session"
     statuses = steps["serve"]["http_statuses"]
     assert len(statuses) == 3 * SERVE_ROUNDS and all(200 <= s < 300 for s in statuses), steps["serve"]
@@ -325,7 +354,7 @@ def test_no_network_and_no_files_outside_the_database_folder(tmp_path: Path) -> 
         problems.append(f"files written under HOME/XDG dirs: {left['home']}")
     if left["tmp"]:
         problems.append(f"files written under TMPDIR: {left['tmp']}")
-    if not all(name.startswith("memory.sqlite") for name in left["db"]):
+    if not all(name.startswith(("memory.sqlite", "int8-scan.sqlite")) for name in left["db"]):
         problems.append(f"unexpected files beside the database: {left['db']}")
     assert not problems, "\n".join(problems)
 
