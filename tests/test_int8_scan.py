@@ -19,12 +19,24 @@ def int8_rows(n: int, dim: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-127, 128, (n, dim)).astype(np.int8)
 
 
+def query_rows(m: int, dim: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-64, 65, (m, dim)).astype(np.int8)
+
+
+def test_queries_are_quantised_into_the_range_no_kernel_saturates():
+    queries = np.random.default_rng(0).normal(size=(5, 384)).astype(np.float32)
+    quantised, scales = int8_scan.quantise(queries)
+    assert quantised.dtype == np.int8 and np.abs(quantised).max() == int8_scan.QUERY_LIMIT == 64
+    assert np.allclose(quantised / scales[:, None], queries, atol=0.5 / scales.min())
+
+
 @pytest.mark.parametrize("dim", [384, 17])
 @pytest.mark.parametrize("m", [1, 3])
 def test_products_are_the_exact_integers(dim, m):
-    vectors, queries = int8_rows(9000, dim, 1), int8_rows(m, dim, 2)
+    vectors, queries = int8_rows(9000, dim, 1), query_rows(m, dim, 2)
     vectors[:3] = 127  # the extremes: the largest sums
-    queries[0, :] = -127
+    vectors[3:5] = -127
+    queries[0, :] = 64
     truth = (vectors.astype(np.int64) @ queries.astype(np.int64).T).T
     assert int8_scan._broken is None  # the kernel runs here (else the numpy path is tested twice)
     codes = int8_scan.codes_of(vectors)
@@ -36,7 +48,7 @@ def test_products_are_the_exact_integers(dim, m):
 
 
 def test_without_onnxruntime_numpy_gives_the_same_integers(monkeypatch):
-    vectors, queries = int8_rows(5000, DIM, 3), int8_rows(2, DIM, 4)
+    vectors, queries = int8_rows(5000, DIM, 3), query_rows(2, DIM, 4)
     codes = int8_scan.codes_of(vectors)
     want = int8_scan.products(codes, queries)
     monkeypatch.setattr(int8_scan, "_broken", "no kernel in this test")
@@ -44,6 +56,30 @@ def test_without_onnxruntime_numpy_gives_the_same_integers(monkeypatch):
     packed = int8_scan.PackedProducts(vectors)
     assert packed._session is None
     assert np.array_equal(packed(queries), want) and np.array_equal(int8_scan.products(codes, queries), want)
+
+
+def test_a_kernel_wrong_on_the_extremes_is_never_used(monkeypatch):
+    """As MLAS's saturating u8 x s8 kernels (CPUs without VNNI) would be for wider operands."""
+    real = int8_scan._session
+
+    class Saturating:
+        def __init__(self, session):
+            self.session = session
+
+        def run(self, outputs, feed):
+            return [np.clip(self.session.run(outputs, feed)[0], -30000, 30000)]
+
+    monkeypatch.setattr(int8_scan, "_checked", False)
+    monkeypatch.setattr(int8_scan, "_broken", None)
+    monkeypatch.setattr(int8_scan, "_unpacked", None)
+    monkeypatch.setattr(int8_scan, "_session", lambda vectors: Saturating(real(vectors)))
+    vectors, queries = int8_rows(3000, 384, 5), query_rows(1, 384, 6)
+    vectors[0], queries[0] = 127, 64  # a product over every clip
+    truth = (vectors.astype(np.int64) @ queries.astype(np.int64).T).T
+    assert np.array_equal(int8_scan.products(int8_scan.codes_of(vectors), queries), truth)
+    assert int8_scan._broken and "not exact" in int8_scan._broken
+    packed = int8_scan.PackedProducts(vectors)
+    assert packed._session is None and np.array_equal(packed(queries), truth)
 
 
 def clustered(n: int, seed: int, spread: float = 0.3) -> np.ndarray:

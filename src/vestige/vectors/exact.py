@@ -3,7 +3,7 @@
 The app's int8 vectors are held per process as they are stored (a quarter of a float32 matrix)
 with their inverse norms. Small apps are scored whole in float32, as ever. Above
 ``FULL_SCAN_MAX`` rows a first pass takes exact integer products with the query quantised to
-int8 (``int8_scan``): they bound every row's cosine from above, off by at most the norm of the
+[-64, 64] (``int8_scan``): they bound every row's cosine from above, off by at most the norm of the
 query's rounding error. The rows with the best bounds are scored in float32; if the depth-th
 best of those beats every bound left out, no other row can be in the top, which is the float32
 scan's (the same rows; a score may differ from a whole-matrix product in the last bit).
@@ -195,16 +195,14 @@ def upper_bounds(cache: _Matrix, queries: np.ndarray) -> tuple[np.ndarray, float
     """(keys, scale, slack): no float32 cosine of row i with any query exceeds
     keys[i] / scale + slack, and the keys order the rows as those bounds do.
 
-    Each query q is scaled so its largest component is 127 and rounded: q = q8 / s + e. For a
+    Each query q is scaled so its largest component is 64 and rounded: q = q8 / s + e. For a
     unit row v, q . v = (q8 . v) / s + e . v <= (q8 . v) / s + |e|. The integer products q8 . v8
     come from the int8 kernel; v = v8 / |v8|. One query: the keys are (q8 . v), the affine map
     is left to the few rows compared (two passes over every row saved).
     """
-    peaks = np.abs(queries).max(axis=1)
-    scales = 127.0 / np.where(peaks > 0, peaks, 1.0)
-    quantised = np.clip(np.rint(queries * scales[:, None]), -127, 127)
+    quantised, scales = int8_scan.quantise(queries)
     errors = np.linalg.norm(queries - quantised / scales[:, None], axis=1) + ROUNDING_MARGIN
-    products = cache.products(quantised.astype(np.int8))
+    products = cache.products(quantised)
     keys = products[0] * cache.inverse_norms
     if len(queries) == 1:
         return keys, float(scales[0]), float(errors[0])

@@ -11,6 +11,12 @@ The few rows written since the last pack are read unpacked, as ``MatMulInteger(c
 with the codes (value + 128) as the left operand: ~13 us per 1,000 rows on two threads, where
 the packed graph's operand order would repack them at every call (~170 us per 1,000).
 
+Queries are quantised to [-64, 64], not [-127, 127]. MLAS's u8 x s8 kernels on x86 CPUs without
+VNNI add pairs of products in 16 bits with saturation (VPMADDUBSW): 2 x 255 x 127 would not fit,
+2 x 128 x 127 (packed: query + 64 times a stored value) and 2 x 255 x 64 (unpacked: code times a
+query value) do. The first use checks both graphs on those extremes against numpy; a kernel
+that is wrong there is never used.
+
 The graphs are written here as protobuf bytes (the ``onnx`` package is not a dependency).
 Where onnxruntime cannot run them, numpy computes the same integers by blocks of rows.
 """
@@ -30,12 +36,24 @@ log = logging.getLogger("vestige")
 
 #: Threads for one product (measured in the hybrid search at 100k, BENCHMARKS.md).
 THREADS = min(2, os.cpu_count() or 1)
-#: MatMulInteger's fast kernel wants unsigned queries with a zero point: value + 128.
-_ZERO_POINT = 128
+#: Queries are quantised to integers in [-QUERY_LIMIT, QUERY_LIMIT] (see above).
+QUERY_LIMIT = 64
+#: MatMulInteger's fast kernels take the left operand unsigned, with a zero point: packed, the
+#: query + 64 (0..128); unpacked, the stored value + 128 (1..255).
+_QUERY_ZERO_POINT, _CODE_ZERO_POINT = QUERY_LIMIT, 128
 _UINT8, _INT8, _INT32 = 2, 3, 6  # ONNX TensorProto element types
 _unpacked = None
 _broken: str | None = None  # why onnxruntime cannot run the graph: numpy answers
+_checked = False
 _lock = threading.Lock()
+
+
+def quantise(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float queries (m, d) -> int8 (m, d) in [-64, 64] and each query's scale s: q ~ q8 / s."""
+    peaks = np.abs(queries).max(axis=1)
+    scales = QUERY_LIMIT / np.where(peaks > 0, peaks, 1.0)
+    quantised = np.clip(np.rint(queries * scales[:, None]), -QUERY_LIMIT, QUERY_LIMIT)
+    return quantised.astype(np.int8), scales
 
 
 class PackedProducts:
@@ -44,16 +62,17 @@ class PackedProducts:
     def __init__(self, vectors: np.ndarray):
         # onnxruntime is handed this array without a copy: it lives as long as the session.
         self.vectors = np.ascontiguousarray(vectors, dtype=np.int8)
-        self._session = _session(self.vectors)
+        self._session = _session(self.vectors) if _kernel_checked() else None
 
     def __len__(self) -> int:
         return len(self.vectors)
 
     def __call__(self, queries: np.ndarray) -> np.ndarray:
-        """``queries`` int8 (m, d) -> int32 (m, n): each query's dot product with each row."""
+        """``queries`` int8 (m, d) in [-64, 64] -> int32 (m, n): each query's dot product with each row."""
         if self._session is None:
             return numpy_products(self.vectors, queries)
-        return self._session.run(None, {"queries": _unsigned(queries)})[0]
+        unsigned = (np.asarray(queries, dtype=np.int16) + _QUERY_ZERO_POINT).astype(np.uint8)
+        return self._session.run(None, {"queries": np.ascontiguousarray(unsigned)})[0]
 
 
 def codes_of(vectors: np.ndarray) -> np.ndarray:
@@ -66,15 +85,11 @@ def int8_of(codes: np.ndarray) -> np.ndarray:
 
 
 def products(codes: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """uint8 ``codes`` (n, d) of int8 vectors and int8 ``queries`` (m, d) -> int32 (m, n), for
-    rows not packed."""
+    """uint8 ``codes`` (n, d) of int8 vectors and int8 ``queries`` (m, d) in [-64, 64] -> int32
+    (m, n), for rows not packed."""
     if len(codes) == 0:
         return np.zeros((len(queries), 0), np.int32)
-    global _unpacked
-    if _unpacked is None and _broken is None:
-        with _lock:
-            _unpacked = _unpacked or _session(None)
-    if _unpacked is None:
+    if not _kernel_checked() or _unpacked is None:
         return numpy_products(int8_of(codes), queries)
     feed = {"codes": np.ascontiguousarray(codes), "queries": np.ascontiguousarray(np.asarray(queries, dtype=np.int8).T)}
     return _unpacked.run(None, feed)[0].T
@@ -92,8 +107,30 @@ def numpy_products(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return out
 
 
-def _unsigned(queries: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray((np.asarray(queries, dtype=np.int16) + _ZERO_POINT).astype(np.uint8))
+def _kernel_checked() -> bool:
+    """Once per process: both graphs against numpy on the operands' extremes (where a
+    saturating kernel would be wrong). False: onnxruntime is not used, numpy answers."""
+    global _checked, _unpacked, _broken
+    if _checked:
+        return _broken is None
+    with _lock:
+        if not _checked:
+            _unpacked = _session(None)
+            rng = np.random.default_rng(0)
+            vectors = rng.choice(np.array([-127, -126, 126, 127], np.int8), (64, 384))
+            queries = rng.choice(np.array([-64, -63, 63, 64], np.int8), (3, 384))
+            vectors[0], queries[0] = 127, 64  # the largest pair sums of both graphs
+            want = numpy_products(vectors, queries)
+            packed = _session(vectors) if _unpacked is not None else None
+            if _unpacked is not None and packed is not None:
+                unsigned = (queries.astype(np.int16) + _QUERY_ZERO_POINT).astype(np.uint8)
+                got_packed = packed.run(None, {"queries": unsigned})[0]
+                got = _unpacked.run(None, {"codes": codes_of(vectors), "queries": np.ascontiguousarray(queries.T)})[0].T
+                if not (np.array_equal(got_packed, want) and np.array_equal(got, want)):
+                    _broken = "onnxruntime's int8 product is not exact on this CPU"
+                    log.warning("the int8 scan kernel is unavailable, numpy computes it: %s", _broken)
+            _checked = True
+    return _broken is None
 
 
 def _session(vectors: np.ndarray | None):
@@ -110,10 +147,16 @@ def _session(vectors: np.ndarray | None):
         # Idle workers must not spin: the lexical channel and the embedder share the cores.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
+        shape = None
         if vectors is not None:
-            options.add_external_initializers(["vectors"], [ort.OrtValue.ortvalue_from_numpy(vectors)])
-        shape = None if vectors is None else vectors.shape
-        return ort.InferenceSession(_graph(shape), options, providers=["CPUExecutionProvider"])
+            shape = vectors.shape
+            # Kept referenced with the session: onnxruntime holds the pointer, not the object.
+            values = [ort.OrtValue.ortvalue_from_numpy(vectors)]
+            options.add_external_initializers(["vectors"], values)
+        session = ort.InferenceSession(_graph(shape), options, providers=["CPUExecutionProvider"])
+        if vectors is not None:
+            session._vestige_constants = values
+        return session
     except Exception as exc:  # noqa: BLE001 - any failure: the numpy path is exact too
         _broken = f"{type(exc).__name__}: {exc}"
         log.warning("the int8 scan kernel is unavailable, numpy computes it: %s", _broken)
@@ -149,9 +192,10 @@ def _value_info(name: str, element_type: int, dims: tuple[str, str]) -> bytes:
 
 def _graph(constant_shape: tuple[int, int] | None) -> bytes:
     """ModelProto (IR 7, opset 13). Given ``constant_shape``: products (m, n) =
-    MatMulInteger(queries + 128, Transpose(vectors), 128), the vectors an external initializer
+    MatMulInteger(queries + 64, Transpose(vectors), 64), the vectors an external initializer
     of that shape. None: products (n, m) = MatMulInteger(codes, queries, 128), both inputs."""
-    zero_point = _message(5, _number(2, _UINT8) + _message(8, "zero_point") + _message(9, bytes([_ZERO_POINT])))
+    zero = _CODE_ZERO_POINT if constant_shape is None else _QUERY_ZERO_POINT
+    zero_point = _message(5, _number(2, _UINT8) + _message(8, "zero_point") + _message(9, bytes([zero])))
     if constant_shape is None:
         nodes = _node("MatMulInteger", ("codes", "queries", "zero_point"), "products")
         inputs = _input("codes", _UINT8, ("n", "d")) + _input("queries", _INT8, ("d", "m"))
