@@ -196,3 +196,51 @@ def test_small_apps_are_scored_whole_as_before(tmp_path):
     q = normalise(dequantize(clustered(2, 9)))
     assert ExactDenseIndex(s).search("a", q, 50) == float32_scan(s, "a", q, 50)  # to the bit
     s.close()
+
+
+def test_searches_beside_appends_answer_the_top_of_a_state_no_older_than_they_saw(tmp_path):
+    """Readers search a large app while a writer appends (the tail grows, then is packed): each
+    answer is exactly the float32 top of a state the writer left, never older than the one the
+    reader saw before it asked."""
+    import threading
+
+    path = tmp_path / "c.sqlite"
+    writer = SQLiteStore(path)
+    put(writer, "a", clustered(6000, 11), "base")
+    batches = [clustered(700, 20 + i) for i in range(8)]  # 5,600 rows: the tail passes 1/32, packs
+    q = normalise(dequantize(batches[2][:1]))  # near rows that arrive in the tail, then are packed
+    states = [(writer.app_version("a").generation, writer.read_vectors("a", 0))]
+    answers: list[tuple[int, list[tuple[int, float]]]] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        store = SQLiteStore(path)
+        index = ExactDenseIndex(store)
+        try:
+            while not done.is_set():
+                seen = store.app_version("a").generation
+                answers.append((seen, index.search("a", q, 50)))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            store.close()
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    for i, batch in enumerate(batches):
+        put(writer, "a", batch, f"more{i}-")
+        states.append((writer.app_version("a").generation, writer.read_vectors("a", 0)))
+    done.set()
+    for thread in readers:
+        thread.join()
+    assert not errors
+    generations = [generation for generation, _ in states]
+    tops = [{c for c, _ in top(batch.ids, (dequantize(batch.vectors) @ q.T)[:, 0], 50)} for _, batch in states]
+    assert len({frozenset(t) for t in tops}) > 3  # the appends do move this query's top
+    assert len(answers) > 10
+    for seen, answer in answers:
+        oldest = generations.index(seen)
+        assert {c for c, _ in answer} in tops[oldest:]
+    writer.close()
