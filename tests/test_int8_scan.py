@@ -244,3 +244,15 @@ def test_searches_beside_appends_answer_the_top_of_a_state_no_older_than_they_sa
         oldest = generations.index(seen)
         assert {c for c, _ in answer} in tops[oldest:]
     writer.close()
+
+
+def test_doctor_says_what_computes_the_products(tmp_path, monkeypatch):
+    from vestige import Memory, health
+
+    mem = Memory(tmp_path / "d.sqlite", embedder="hash")
+    lines = health.check(mem).lines
+    assert any("exact dense scan" in line and "onnxruntime's int8 kernel" in line for line in lines)
+    monkeypatch.setattr(int8_scan, "_broken", "a test says so")
+    lines = health.check(mem).lines
+    assert any("exact dense scan" in line and "numpy" in line and "a test says so" in line for line in lines)
+    mem.close()

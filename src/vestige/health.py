@@ -26,6 +26,7 @@ from . import lexical
 from .embed.base import dequantize, quantize
 from .memory import Memory
 from .store.base import LexicalUnavailable, open_store
+from .vectors import exact, int8_scan
 
 PROBE_TEXT = "vestige health probe: the quartz lighthouse keeper feeds seventeen herons"
 PROBE_QUERY = "quartz lighthouse herons"
@@ -187,6 +188,7 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
+    report.add(True, f"exact dense scan of apps over {exact.FULL_SCAN_MAX:,} chunks: {int8_scan.describe()}")
     report.channels = probe_channels(memory)
     for name, result in report.channels.items():
         detail = f"{result['ms']} ms" if "ms" in result else ""

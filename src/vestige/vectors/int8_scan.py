@@ -107,6 +107,13 @@ def numpy_products(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return out
 
 
+def describe() -> str:
+    """What computes the integer products in this process (``vestige doctor`` reports it)."""
+    if _kernel_checked():
+        return "onnxruntime's int8 kernel (checked exact on this CPU)"
+    return f"numpy, ~5x slower (the onnxruntime kernel is not used: {_broken})"
+
+
 def _kernel_checked() -> bool:
     """Once per process: both graphs against numpy on the operands' extremes (where a
     saturating kernel would be wrong). False: onnxruntime is not used, numpy answers."""
