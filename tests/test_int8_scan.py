@@ -45,6 +45,7 @@ def test_products_are_the_exact_integers(dim, m):
                 int8_scan.numpy_products(vectors, queries)):
         assert got.dtype == np.int32 and got.shape == (m, 9000)
         assert np.array_equal(got, truth)
+    assert int8_scan._unpacked is not None  # the unpacked rows went through onnxruntime, not numpy
 
 
 def test_without_onnxruntime_numpy_gives_the_same_integers(monkeypatch):
