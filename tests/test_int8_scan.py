@@ -45,7 +45,18 @@ def test_products_are_the_exact_integers(dim, m):
                 int8_scan.numpy_products(vectors, queries)):
         assert got.dtype == np.int32 and got.shape == (m, 9000)
         assert np.array_equal(got, truth)
-    assert int8_scan._unpacked is not None  # the unpacked rows went through onnxruntime, not numpy
+
+
+def test_the_unpacked_rows_go_through_onnxruntime_from_the_first_call(monkeypatch):
+    monkeypatch.setattr(int8_scan, "_checked", False)
+    monkeypatch.setattr(int8_scan, "_unpacked", None)
+    vectors, queries = int8_rows(500, DIM, 7), query_rows(1, DIM, 8)
+    calls = []
+    real = int8_scan.numpy_products
+    monkeypatch.setattr(int8_scan, "numpy_products", lambda v, q: calls.append(len(v)) or real(v, q))
+    got = int8_scan.products(int8_scan.codes_of(vectors), queries)  # before any packed matrix exists
+    assert np.array_equal(got, real(vectors, queries))
+    assert int8_scan._unpacked is not None and calls == [64]  # numpy ran only for the kernel's check
 
 
 def test_without_onnxruntime_numpy_gives_the_same_integers(monkeypatch):
