@@ -50,7 +50,7 @@ from ..errors import EmbedderMismatch, MissingDependency
 from ..ranking import top
 from ..store.base import AppVersion, Store
 from .base import DenseIndex
-from .exact import ExactDenseIndex
+from .exact import ExactDenseIndex, cosines
 
 log = logging.getLogger("vestige")
 
@@ -476,7 +476,7 @@ class HnswDenseIndex(DenseIndex):
             # Read under the lock too: the index's vectors change with a write's catch-up.
             vectors = graph.vectors_of(keys)
         self.exact.forget(app)  # the graph serves: no second copy of the matrix
-        scores = (dequantize(vectors) @ queries.T).max(axis=1)
+        scores = cosines(vectors, queries)
         return top(keys, scores, depth)
 
 

@@ -36,11 +36,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...embed.base import dequantize
 from ...errors import EmbedderMismatch
 from ...ranking import top
 from ...vectors.base import DenseIndex
-from ...vectors.exact import ExactDenseIndex
+from ...vectors.exact import ExactDenseIndex, cosines
 
 if TYPE_CHECKING:
     import psycopg
@@ -245,5 +244,5 @@ class PgvectorDenseIndex(DenseIndex):
         )
         if not len(ids):
             return []
-        scores = (dequantize(matrix) @ queries.T).max(axis=1)
+        scores = cosines(matrix, queries)
         return top(ids, scores, depth)
