@@ -160,7 +160,7 @@ def test_the_bound_holds_where_every_score_is_close(tmp_path, monkeypatch):
     monkeypatch.setattr(exact, "CANDIDATES_PER_DEPTH", 1)
     calls = []
     real = exact.cosines
-    monkeypatch.setattr(exact, "cosines", lambda rows, q: calls.append(len(rows)) or real(rows, q))
+    monkeypatch.setattr(exact, "cosines", lambda rows, q, norms=None: calls.append(len(rows)) or real(rows, q, norms))
     index = ExactDenseIndex(s)
     for q in normalise(base + rng.normal(0, 0.05, (10, DIM)).astype(np.float32)):
         assert_same_top(index.search("a", q[None], 100), float32_scan(s, "a", q[None], 100))
@@ -268,3 +268,42 @@ def test_doctor_says_what_computes_the_products(tmp_path, monkeypatch):
     lines = health.check(mem).lines
     assert any("exact dense scan" in line and "numpy" in line and "a test says so" in line for line in lines)
     mem.close()
+
+
+def test_cached_norms_give_the_very_floats_of_dequantize():
+    """The scan divides by norms cached per app: the same floats as dequantizing each time."""
+    vectors = int8_rows(3000, 384, 11)
+    vectors[7] = 0  # a zero row keeps norm 1, as dequantize has it
+    queries = np.random.default_rng(12).normal(size=(2, 384)).astype(np.float32)
+    for q in (queries[:1], queries):
+        assert np.array_equal(exact.cosines(vectors, q, exact.row_norms(vectors)), exact.cosines(vectors, q))
+    picked = np.array([5, 7, 2999, 0])
+    norms = exact.row_norms(vectors)
+    assert np.array_equal(exact.cosines(vectors[picked], queries[:1], norms[picked]),
+                          exact.cosines(vectors[picked], queries[:1]))
+
+
+@pytest.mark.parametrize("case", ["random", "ascending", "ties", "strided", "sampled", "few"])
+def test_best_keys_picks_the_largest_keys(case):
+    """Exactly ``wanted`` positions, and no key left out above the smallest picked: whether the
+    sampled threshold holds, misleads (the best keys between the sampled positions, or many
+    keys tied), or there are too few keys to sample."""
+    rng = np.random.default_rng(3)
+    n, wanted = (100_000, 400) if case != "few" else (900, 400)
+    keys = rng.normal(size=n).astype(np.float32)
+    if case == "ascending":
+        keys.sort()
+    elif case == "ties":
+        keys = np.round(keys, 1)
+    elif case == "strided":  # the sample (every 16th key) sees none of the best keys
+        keys[np.arange(n) % exact.SAMPLE_STRIDE != 0] += 10.0
+        keys[np.arange(n) % exact.SAMPLE_STRIDE == 0] -= 10.0
+    elif case == "sampled":  # the sample holds the best keys: few keys are above its threshold
+        keys[::exact.SAMPLE_STRIDE] += 10.0
+    picked = exact.best_keys(keys, wanted)
+    assert len(picked) == len(set(picked.tolist())) == wanted
+    left_out = np.ones(n, bool)
+    left_out[picked] = False
+    assert keys[left_out].max() <= keys[picked].min()
+    assert np.array_equal(np.sort(keys[picked]), np.sort(keys)[-wanted:])
+    assert len(exact.best_keys(keys, n + 5)) == n

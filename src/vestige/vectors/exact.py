@@ -1,7 +1,7 @@
 """Exact dense search: every vector of the app against the query.
 
 The app's int8 vectors are held per process as they are stored (a quarter of a float32 matrix)
-with their inverse norms. Small apps are scored whole in float32, as ever. Above
+with their norms. Small apps are scored whole in float32, as ever. Above
 ``FULL_SCAN_MAX`` rows a first pass takes exact integer products with the query quantised to
 [-64, 64] (``int8_scan``): they bound every row's cosine from above, off by at most the norm of the
 query's rounding error. The rows with the best bounds are scored in float32; if the depth-th
@@ -35,6 +35,8 @@ FULL_SCAN_MAX = 4096
 CANDIDATES_PER_DEPTH = 2
 #: Slack for float32 rounding in the bounds and the scores (each ~1e-6 of a cosine).
 ROUNDING_MARGIN = 1e-5
+#: ``best_keys`` reads a threshold off every this-many-th key.
+SAMPLE_STRIDE = 16
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class _Matrix:
     ids: np.ndarray  # int64, ascending
     packed: int8_scan.PackedProducts | None  # the first rows, prepacked for the int8 kernel
     tail: np.ndarray  # uint8 (n - len(packed), dim): the rows after them, as kernel codes
-    inverse_norms: np.ndarray  # float32 (n,): 1 / |int8 vector| (1 for a zero vector)
+    norms: np.ndarray  # float32 (n,): |int8 vector| as ``dequantize`` computes it (1 for a zero vector)
 
     @property
     def dim(self) -> int:
@@ -56,6 +58,8 @@ class _Matrix:
             return int8_scan.int8_of(self.tail if picked is None else self.tail[picked])
         if picked is None:
             return np.vstack([self.packed.vectors, int8_scan.int8_of(self.tail)])
+        if not len(self.tail):
+            return self.packed.vectors[picked]
         split = len(self.packed)
         out = np.empty((len(picked), self.dim), np.int8)
         head = picked < split
@@ -72,19 +76,25 @@ class _Matrix:
         return np.hstack([self.packed(queries), int8_scan.products(self.tail, queries)])
 
 
-def inverse_norms(vectors: np.ndarray) -> np.ndarray:
-    """1 / the norm of each int8 row, as ``dequantize`` divides by it (a zero row: 1)."""
+def row_norms(vectors: np.ndarray) -> np.ndarray:
+    """The norm of each int8 row, the very floats ``dequantize`` divides by (a zero row: 1)."""
     out = np.empty(len(vectors), np.float32)
     for start in range(0, len(vectors), 8192):
         norms = np.linalg.norm(np.asarray(vectors[start : start + 8192], np.float32), axis=1)
         norms[norms == 0] = 1.0
-        out[start : start + 8192] = 1.0 / norms
+        out[start : start + 8192] = norms
     return out
 
 
-def cosines(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Each int8 row's best cosine over the queries, as the float32 scan has always scored it."""
-    product = dequantize(vectors) @ queries.T
+def cosines(vectors: np.ndarray, queries: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
+    """Each int8 row's best cosine over the queries, as the float32 scan has always scored it.
+    ``norms`` (``row_norms`` of these rows, cached): the same floats, without recomputing them."""
+    if norms is None:
+        unit = dequantize(vectors)
+    else:
+        unit = np.asarray(vectors).astype(np.float32)
+        unit /= norms[:, None]
+    product = unit @ queries.T
     # One query: its column as is (the same values; no reduction pass over every row).
     return product[:, 0] if product.shape[1] == 1 else product.max(axis=1)
 
@@ -138,15 +148,15 @@ class ExactDenseIndex(DenseIndex):
             if batch.version is None:
                 return None
         ids, packed, tail = batch.ids, None, int8_scan.codes_of(np.asarray(batch.vectors, np.int8))
-        inverse = inverse_norms(batch.vectors)
+        norms = row_norms(batch.vectors)
         if extend and cached is not None and len(cached.ids):
             ids = np.concatenate([cached.ids, ids])
             packed, tail = cached.packed, np.vstack([cached.tail, tail]) if len(tail) else cached.tail
-            inverse = np.concatenate([cached.inverse_norms, inverse])
+            norms = np.concatenate([cached.norms, norms])
         if not len(ids):
             tail = tail.reshape(0, tail.shape[1] if tail.ndim == 2 else 0)
         packed, tail = _pack(packed, tail)
-        fresh = _Matrix(batch.version, int(ids[-1]) if len(ids) else 0, ids, packed, tail, inverse)
+        fresh = _Matrix(batch.version, int(ids[-1]) if len(ids) else 0, ids, packed, tail, norms)
         with self._lock:
             self._cache[app] = fresh
         return fresh
@@ -165,7 +175,8 @@ class ExactDenseIndex(DenseIndex):
         count = len(cache.ids) if rows is None else len(rows)
         if count <= max(FULL_SCAN_MAX, depth):
             ids = cache.ids if rows is None else cache.ids[rows]
-            return top(ids, cosines(cache.rows(rows), queries), depth)
+            norms = cache.norms if rows is None else cache.norms[rows]
+            return top(ids, cosines(cache.rows(rows), queries, norms), depth)
         return _bounded_top(cache, queries, depth, rows)
 
 
@@ -177,9 +188,9 @@ def _bounded_top(cache: _Matrix, queries: np.ndarray, depth: int, rows: np.ndarr
     count = len(keys)
     wanted = min(count, CANDIDATES_PER_DEPTH * depth)
     while True:
-        picked = np.argpartition(keys, count - wanted)[count - wanted :] if wanted < count else np.arange(count)
+        picked = best_keys(keys, wanted)
         chosen = picked if rows is None else rows[picked]
-        scores = cosines(cache.rows(chosen), queries)
+        scores = cosines(cache.rows(chosen), queries, cache.norms[chosen])
         if wanted >= count:
             break
         # Every row left out has a bound at most the smallest picked one: if the depth-th best
@@ -189,6 +200,27 @@ def _bounded_top(cache: _Matrix, queries: np.ndarray, depth: int, rows: np.ndarr
             break
         wanted = min(count, wanted * 4)
     return top(cache.ids[chosen], scores, depth)
+
+
+def best_keys(keys: np.ndarray, wanted: int) -> np.ndarray:
+    """Positions of the ``wanted`` largest keys (all of them when there are no more): every
+    key left out is at most the smallest one picked.
+
+    A threshold read off every SAMPLE_STRIDE-th key (where 1.5x as many of them would fall
+    above it) and one comparison over all keys leave a few hundred to select from, instead
+    of a selection over every row (0.14 ms at 100k rows). Should the sample mislead (fewer
+    than ``wanted`` above it, or far more), the full selection decides."""
+    count = len(keys)
+    if wanted >= count:
+        return np.arange(count)
+    sample = keys[::SAMPLE_STRIDE]
+    place = (3 * wanted) // (2 * SAMPLE_STRIDE)
+    if 1 <= place < len(sample) // 4:
+        threshold = np.partition(sample, len(sample) - place)[len(sample) - place]
+        above = np.flatnonzero(keys >= threshold)
+        if wanted <= len(above) <= 4 * wanted:
+            return above[np.argpartition(keys[above], len(above) - wanted)[len(above) - wanted :]]
+    return np.argpartition(keys, count - wanted)[count - wanted :]
 
 
 def upper_bounds(cache: _Matrix, queries: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -203,13 +235,15 @@ def upper_bounds(cache: _Matrix, queries: np.ndarray) -> tuple[np.ndarray, float
     quantised, scales = int8_scan.quantise(queries)
     errors = np.linalg.norm(queries - quantised / scales[:, None], axis=1) + ROUNDING_MARGIN
     products = cache.products(quantised)
-    keys = products[0] * cache.inverse_norms
+    # In float32 (half the bytes of float64, for the selection too): a key's rounding, ~1e-7 of
+    # a cosine, is inside the slack's ROUNDING_MARGIN.
+    keys = np.divide(products[0], cache.norms, dtype=np.float32)
     if len(queries) == 1:
         return keys, float(scales[0]), float(errors[0])
     keys *= np.float32(1.0 / scales[0])
     keys += np.float32(errors[0])
     for j in range(1, len(queries)):
-        other = products[j] * cache.inverse_norms
+        other = np.divide(products[j], cache.norms, dtype=np.float32)
         other *= np.float32(1.0 / scales[j])
         other += np.float32(errors[j])
         np.maximum(keys, other, out=keys)
