@@ -232,8 +232,9 @@ def score_blocks(
     """BM25 of every chunk the blocks reach; terms in ascending term id (a fixed summation order).
     ``allowed`` (ascending chunk ids): only those may rank, filtered before the top is cut.
 
-    One array per term rather than per block, then one scatter-add over positions in the length
-    array (no sort of the matched ids).
+    Every term's postings are decoded and scored in one pass of array operations (per-term
+    work was ~20 us a term in numpy calls alone), then one scatter-add over positions in the
+    length array (no sort of the matched ids). The floats are those of ``term_scores``.
     """
     if not isinstance(layout, Layout):
         layout = Layout.of(layout)
@@ -241,25 +242,33 @@ def score_blocks(
     avgdl = total_len / n_docs
     norm = layout.norm(avgdl, k1, b)
     n = len(lengths.ids)
-    all_pos, all_scores = [], []
-    for term_id in sorted(blocks):
-        numbers = [number for number, _ in blocks[term_id]]
-        datas = [data for _, data in blocks[term_id]]
-        pairs = np.frombuffer(b"".join(datas), dtype="<u2").reshape(-1, 2)
-        per_block = np.fromiter((len(d) // 4 for d in datas), dtype=np.int64, count=len(datas))
-        pos, known = layout.block_positions(np.asarray(numbers, dtype=np.int64), per_block, pairs[:, 0])
-        tf = pairs[:, 1]
-        if known is not None:  # postings of chunks outside the snapshot's lengths: a racing writer
-            pos, tf = pos[known], tf[known]
-        if not len(pos):
-            continue
-        term_idf = float(idf(n_docs, len(pos)))
-        all_pos.append(pos)
-        all_scores.append(normed_term_scores(tf, norm[pos], term_idf, k1))
-    if not all_pos:
+    terms = [term_id for term_id in sorted(blocks) if blocks[term_id]]
+    rows = [row for term_id in terms for row in blocks[term_id]]
+    if not rows:
         return []
-    pos = np.concatenate(all_pos)
-    summed = np.bincount(pos, weights=np.concatenate(all_scores), minlength=n)
+    datas = [data for _, data in rows]
+    per_block = np.fromiter((len(d) // 4 for d in datas), dtype=np.int64, count=len(datas))
+    numbers = np.fromiter((number for number, _ in rows), dtype=np.int64, count=len(rows))
+    pairs = np.frombuffer(b"".join(datas), dtype="<u2").reshape(-1, 2)
+    pos, known = layout.block_positions(numbers, per_block, pairs[:, 0])
+    tf = pairs[:, 1]
+    blocks_per_term = [len(blocks[term_id]) for term_id in terms]
+    per_term = np.add.reduceat(per_block, np.cumsum([0] + blocks_per_term[:-1]))
+    term_of = np.repeat(np.arange(len(terms)), per_term)
+    if known is not None:  # postings of chunks outside the snapshot's lengths: a racing writer
+        pos, tf, term_of = pos[known], tf[known], term_of[known]
+        per_term = np.bincount(term_of, minlength=len(terms))
+    if not len(pos):
+        return []
+    # Each term's idf as a scalar, as ever (its document frequency: the postings it has here).
+    term_idf = np.array([float(idf(n_docs, int(df))) if df else 0.0 for df in per_term.tolist()])
+    scores = tf.astype(np.float64)
+    denominator = scores + norm[pos]
+    scores *= term_idf[term_of]
+    scores *= k1 + 1.0
+    scores /= denominator
+    summed = np.bincount(pos, weights=scores, minlength=n)
+    all_pos = np.split(pos, np.cumsum(per_term)[:-1])
     cut = None if allowed is not None else _cut_at_most(summed, all_pos, depth)
     if cut is not None:
         # Only the chunks scoring at least a bound under the depth-th best can rank: one
@@ -274,8 +283,11 @@ def score_blocks(
             found = found[np.isin(lengths.ids[found], allowed, assume_unique=True)]
     # Ranked by position, which ascends with the chunk id (ties still break by id): only the
     # depth kept are looked up, not every chunk reached.
-    ids = lengths.ids
-    return [(int(ids[position]), score) for position, score in top(found, summed[found], depth)]
+    ranked = top(found, summed[found], depth)
+    if not ranked:
+        return []
+    positions, sums = zip(*ranked)
+    return list(zip(lengths.ids[list(positions)].tolist(), sums))
 
 
 def _cut_at_most(summed: np.ndarray, per_term: list[np.ndarray], depth: int) -> float | None:
