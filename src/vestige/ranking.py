@@ -16,4 +16,5 @@ def top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[int, floa
         keep = np.flatnonzero(scores >= cutoff)
         ids, scores = ids[keep], scores[keep]
     order = np.lexsort((ids, -scores))[:depth]
-    return [(int(ids[i]), float(scores[i])) for i in order]
+    # tolist: the same Python ints and floats as int() and float() of each element, in one pass.
+    return list(zip(ids[order].tolist(), scores[order].tolist()))
