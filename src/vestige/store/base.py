@@ -21,7 +21,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -76,8 +77,10 @@ class IndexedChunk:
     terms: list[str]
 
 
-@dataclass(frozen=True)
-class ChunkRow:
+class ChunkRow(NamedTuple):
+    """A chunk as search returns it. A named tuple: a search builds k of them, and a frozen
+    dataclass cost 1.4 us each to build against 0.3 us."""
+
     chunk_id: int
     text: str
     session_id: str | None
@@ -88,7 +91,7 @@ class ChunkRow:
     position: int
     first_turn: int
     last_turn: int
-    metadata: dict[str, Any] = field(default_factory=dict)  # the item's (a session's title...)
+    metadata: Mapping[str, Any] = MappingProxyType({})  # the item's (a session's title...); read only
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ function here takes the kind as a value: one code path for both.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -232,6 +233,11 @@ def chunk_ids_where(cur: sqlite3.Cursor, app_id: int, where: Mapping[str, Any]) 
     return np.fromiter((r[0] for r in rows), np.int64, len(rows))
 
 
+def _metadata(stored: str | None) -> dict:
+    """An item's metadata as stored: most items have none ("{}"), which needs no parser."""
+    return json.loads(stored) if stored and stored != "{}" else {}
+
+
 def fetch_chunks(cur: sqlite3.Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
     out: dict[int, ChunkRow] = {}
     for start in range(0, len(chunk_ids), 500):
@@ -246,12 +252,14 @@ def fetch_chunks(cur: sqlite3.Cursor, app_id: int, chunk_ids: Sequence[int]) -> 
             (app_id, *part),
         ).fetchall()
         for r in rows:
-            out[r[0]] = ChunkRow(
-                chunk_id=r[0], text=r[1], session_id=r[2], fact_id=r[3], date=r[4],
-                roles=tuple(r[5].split(",")) if r[5] else (), view=r[6], position=r[7],
-                first_turn=r[8], last_turn=r[9], metadata=json.loads(r[10]) if r[10] else {},
-            )
+            out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], _roles(r[5]), r[6], r[7], r[8], r[9], _metadata(r[10]))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _roles(stored: str | None) -> tuple[str, ...]:
+    """A chunk's roles as stored ("user,assistant"): a handful of distinct values in any app."""
+    return tuple(stored.split(",")) if stored else ()
 
 
 def sample_chunk(cur: sqlite3.Cursor, app_id: int) -> SampleChunk | None:
