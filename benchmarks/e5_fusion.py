@@ -6,7 +6,8 @@ sit in a narrow band (best ~0.85, tenth ~0.83), and theoretical min-max, (cos + 
 squeezes that band about 8x against BM25's score / best. This asks whether a normalisation fitted
 to the data closes that: ``convex-floor`` maps a cosine to (cos - floor) / (best - floor), floored
 at 0, with the floor and the weight chosen together by the lab's cross-validation (fit on one
-dataset, test on the other; 5 folds by haystack), as every fitted parameter is.
+dataset, test on the other; 5 folds by haystack), as every fitted parameter is. ``three-way``
+asks whether the two embedders add up: MiniLM's and e5's cosines and BM25 in one convex sum.
 
     python benchmarks/e5_locomo.py --dataset locomo --cache E5_CACHE \\
         --pools benchmarks/results/explore-e5/pools/locomo.jsonl.gz        # and --dataset longmemeval
@@ -48,6 +49,19 @@ def convex_floor(pool: Pool, params: dict) -> np.ndarray:
                        + (1 - a) * fusion_lab._tmm_lexical(pool.bm25))
 
 
+def three_way(pool: Pool, params: dict) -> np.ndarray:
+    """MiniLM's cosine (theoretical min-max), e5's (above floor 0.5) and BM25, weights a, b and
+    1 - a - b: whether the two embedders' evidence adds up."""
+    a, b = params["a"], params["b"]
+    return session_max(pool, a * fusion_lab._tmm_dense(pool.cosine) + b * _dense_above_floor(pool.e5, 0.5)
+                       + (1 - a - b) * fusion_lab._tmm_lexical(pool.bm25))
+
+
+fusion_lab.FUSIONS["three-way"] = (
+    three_way,
+    [{"a": round(a, 2), "b": round(b, 2)} for a in np.arange(0, 1.0001, 0.05) for b in np.arange(0, 1.0001, 0.05)
+     if a + b <= 1.0001],
+)
 fusion_lab.FUSIONS["convex-floor"] = (
     convex_floor,
     [{"alpha": round(a, 2), "floor": f} for f in FLOORS for a in np.arange(0, 1.0001, 0.05)],
@@ -60,6 +74,25 @@ def report(pools_dir: Path) -> dict:
     return {"pools": [Path(p).name for p in paths], "targets": list(fusion_lab.TARGETS),
             "datasets": {d: len(p) for d, p in pools.items()},
             "fusions": {name: fusion_lab.cross_validate(pools, name) for name in COMPARED}}
+
+
+def joined(minilm_dir: Path, e5_dir: Path) -> dict[str, list[Pool]]:
+    """MiniLM's pools with each chunk's e5 cosine beside (``pool.e5``), matched on (session,
+    first turn, words, BM25 score): the chunks are the same, listed in either order where those tie."""
+    from vestige.bench.pools import read_pools
+
+    out: dict[str, list[Pool]] = {}
+    for path in sorted(minilm_dir.glob("*.jsonl.gz")):
+        e5_rows = {row["id"]: row for row in read_pools(e5_dir / path.name)}
+        for row in read_pools(path):
+            cosines: dict[tuple, list] = {}
+            for c in e5_rows[row["id"]]["chunks"]:
+                cosines.setdefault((c[0], c[1], c[2], c[4]), []).append(c[3])
+            pool = fusion_lab.to_pool(row)
+            e5 = [cosines[(c[0], c[1], c[2], c[4])].pop(0) for c in row["chunks"]]
+            pool.e5 = np.array([np.nan if v is None else v for v in e5], dtype=np.float64)
+            out.setdefault(row["dataset"], []).append(pool)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         (out / f"fusion_cv_{name}.json").write_text(json.dumps(result, indent=1) + "\n")
         sections.append(f"### {name}\n\n" + fusion_lab.report_markdown(result))
         print(sections[-1], flush=True)
+    pools = joined(Path(args.minilm), Path(args.e5))
+    both = {"pools": "minilm + e5", "targets": list(fusion_lab.TARGETS),
+            "datasets": {d: len(p) for d, p in pools.items()},
+            "fusions": {"three-way": fusion_lab.cross_validate(pools, "three-way")}}
+    (out / "fusion_cv_ensemble.json").write_text(json.dumps(both, indent=1) + "\n")
+    sections.append("### MiniLM + e5 + BM25 (three-way convex)\n\n" + fusion_lab.report_markdown(both))
+    print(sections[-1], flush=True)
     (out / "fusion_cv.md").write_text("\n".join(sections))
     return 0
 
