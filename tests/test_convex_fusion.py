@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from vestige import settings
 from vestige.errors import ConfigError
+from vestige.ranking import Ranking, top
+from vestige.read import search
 from vestige.read.fusion import COSINE_FLOOR, convex, normalise_dense, normalise_lexical
 
 from conftest import add_all, make_sessions
@@ -172,3 +175,23 @@ def test_the_vectorised_fusion_is_the_per_item_formula_to_the_bit(seed):
     assert [list(r.items()) for _, _, r in got] == [list(r.items()) for _, _, r in want]  # key order too
     limit = rng.randint(0, len(want) + 2)
     assert convex(dense, lexical, w, depth, limit=limit) == got[:limit]  # a limit only cuts the list
+    # Channels hand their rankings over with arrays attached: read as such, the same fusion.
+    as_ranking = [Ranking(np.array([i for i, _ in c], np.int64), np.array([x for _, x in c], dtype))
+                  for c, dtype in ((dense, np.float32), (lexical, np.float64))]
+    as_lists = [list(as_ranking[0]), lexical]
+    assert convex(*as_ranking, w, depth) == convex(*as_lists, w, depth)
+
+
+def test_top_hands_over_the_pairs_and_their_arrays():
+    ids, scores = np.array([5, 9, 2, 7], np.int64), np.array([0.5, 0.9, 0.9, 0.1], np.float32)
+    ranked = top(ids, scores, 3)
+    assert isinstance(ranked, Ranking) and ranked == [(2, float(np.float32(0.9))), (9, float(np.float32(0.9))), (5, 0.5)]
+    assert ranked.ids.tolist() == [2, 9, 5] and ranked.scores.tolist() == [s for _, s in ranked]
+    assert top(ids[:0], scores[:0], 3) == [] and top(ids, scores, 0) == []
+
+
+def test_a_hit_reads_each_channel_score_at_its_rank():
+    ranking = [(4, 0.8), (6, 0.5)]
+    assert search._score_at(ranking, 2, 6) == 0.5
+    assert search._score_at(ranking, None, 6) is None and search._score_at(ranking, 3, 6) is None
+    assert search._score_at([(6, 0.5), (4, 0.8)], 2, 6) == 0.5  # a rank not of this id: looked up

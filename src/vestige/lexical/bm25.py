@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ranking import top
+from ..ranking import Ranking, top
 from ..store.base import DocLengths, LexicalUnavailable, Store
 from .postings import BLOCK_BITS
 from .state import status_reason
@@ -284,10 +284,7 @@ def score_blocks(
     # Ranked by position, which ascends with the chunk id (ties still break by id): only the
     # depth kept are looked up, not every chunk reached.
     ranked = top(found, summed[found], depth)
-    if not ranked:
-        return []
-    positions, sums = zip(*ranked)
-    return list(zip(lengths.ids[list(positions)].tolist(), sums))
+    return Ranking(lengths.ids[ranked.ids], ranked.scores)
 
 
 def _cut_at_most(summed: np.ndarray, per_term: list[np.ndarray], depth: int) -> float | None:

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..ranking import Ranking
+
 RRF_K = 60
 COSINE_FLOOR = -1.0  # the least a cosine can be: the dense channel's theoretical minimum
 FUSIONS = ("convex", "rrf")
@@ -77,6 +79,8 @@ def _columns(scored: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.ndarra
     """(id, score) pairs -> ids (int64) and scores (float64), each id once at its first place."""
     if not scored:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if isinstance(scored, Ranking):  # a channel's own ranking: its arrays, each id once
+        return scored.ids.astype(np.int64, copy=False), scored.scores.astype(np.float64)
     items, scores = zip(*scored)
     if len(set(items)) < len(items):
         first: dict[int, int] = {}

@@ -144,7 +144,7 @@ def run_search(
         chosen = _fuse(dense, lexical_ranking, settings, depth, pool)
         stage = "fused"
     wanted = len(chosen) if settings.fetch_whole_pool else pool // 2
-    hits = _fetch_hits(channels.store, app, chosen, wanted, dict(dense), dict(lexical_ranking or []), stage)
+    hits = _fetch_hits(channels.store, app, chosen, wanted, dense, lexical_ranking or [], stage)
     # The second stage re-reads fused candidates. Without the lexical channel (the kill switch,
     # or an index that cannot be trusted) search is the vector-only ranking, byte for byte.
     if reranker is not None and hits and lexical_ranking is not None:
@@ -156,8 +156,8 @@ def run_search(
     return Results(hits[:k], notes, best_cosine, comparable)
 
 
-def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense_scores: dict[int, float],
-                lexical_scores: dict[int, float], stage: str) -> list[Hit]:
+def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[tuple[int, float]],
+                lexical_ranking: list[tuple[int, float]], stage: str) -> list[Hit]:
     """The first ``wanted`` distinct hits of the candidates, fetching their rows in order and
     only as many as that takes: most searches read ``wanted`` rows, not the whole pool.
 
@@ -171,7 +171,7 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense_scores
         step = chosen[taken : taken + wanted - len(hits)]
         taken += len(step)
         rows = store.fetch_chunks(app, [cid for cid, _, _ in step])
-        fetched += [_hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
+        fetched += [_hit(rows[cid], score, ranks, dense, lexical_ranking, stage, app)
                     for cid, score, ranks in step if cid in rows]
         hits = _merge_duplicates(fetched)
     return hits
@@ -196,8 +196,8 @@ def _hit(
     row: ChunkRow,
     score: float,
     ranks: dict[str, int | None],
-    dense_scores: dict[int, float],
-    lexical_scores: dict[int, float],
+    dense: list[tuple[int, float]],
+    lexical_ranking: list[tuple[int, float]],
     stage: str,
     app: str,
 ) -> Hit:
@@ -212,13 +212,23 @@ def _hit(
         roles=row.roles,
         view=row.view,
         ranks=ranks,
-        scores={"dense": dense_scores.get(cid), "lexical": lexical_scores.get(cid)},
+        scores={"dense": _score_at(dense, ranks.get("dense"), cid),
+                "lexical": _score_at(lexical_ranking, ranks.get("lexical"), cid)},
         stage=stage,
         app=app,
         first_turn=row.first_turn,
         last_turn=row.last_turn,
         metadata=dict(row.metadata),
     )
+
+
+def _score_at(ranking: list[tuple[int, float]], rank: int | None, cid: int) -> float | None:
+    """The chunk's score in a channel's ranking, read at its rank there (no lookup table of the
+    whole ranking for the k hits); None when the channel did not rank it."""
+    if rank is None or not 0 < rank <= len(ranking):
+        return None
+    item, score = ranking[rank - 1]
+    return score if item == cid else dict(ranking).get(cid)  # ranks always index the list itself
 
 
 def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
