@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,12 +65,19 @@ def _row(dataset: str, unit: str, q: Any, items: list, index: dict[str, int], hi
         [index[h.session_id], int(h.first_turn or 0), len(h.text.split()),
          _round(h.scores.get("dense")), _round(h.scores.get("lexical"))]
         for h in hits
-    ), key=lambda c: (c[0], c[1], c[2]))
+    ), key=_chunk_order)
     return {
         "id": q.qid, "dataset": dataset, "unit": unit, "type": q.qtype, "abstention": q.abstention,
         "gold": sorted(index[s] for s in q.gold if s in index), "n_sessions": len(items),
         "question_date": q.date, "session_dates": [p.date for p in items], "chunks": chunks,
     }
+
+
+def _chunk_order(chunk: list) -> tuple:
+    """Session, first turn, words, then the scores: a row's chunks are listed the same whatever
+    order the search returned them in (chunks tied on the first three came in rank order)."""
+    session, first_turn, words, cosine, bm25 = chunk
+    return (session, first_turn, words, -math.inf if cosine is None else cosine, -math.inf if bm25 is None else bm25)
 
 
 def _round(value: float | None) -> float | None:
