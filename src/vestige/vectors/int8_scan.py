@@ -71,8 +71,12 @@ class PackedProducts:
         """``queries`` int8 (m, d) in [-64, 64] -> int32 (m, n): each query's dot product with each row."""
         if self._session is None:
             return numpy_products(self.vectors, queries)
-        unsigned = (np.asarray(queries, dtype=np.int16) + _QUERY_ZERO_POINT).astype(np.uint8)
-        return self._session.run(None, {"queries": np.ascontiguousarray(unsigned)})[0]
+        return self._session.run(None, {"queries": _unsigned(queries)})[0]
+
+
+def _unsigned(queries: np.ndarray) -> np.ndarray:
+    """int8 queries in [-64, 64] -> the packed graph's unsigned operand (query + 64, 0..128)."""
+    return np.ascontiguousarray((np.asarray(queries, dtype=np.int16) + _QUERY_ZERO_POINT).astype(np.uint8))
 
 
 def codes_of(vectors: np.ndarray) -> np.ndarray:
@@ -130,8 +134,7 @@ def _kernel_checked() -> bool:
             want = numpy_products(vectors, queries)
             packed = _session(vectors) if _unpacked is not None else None
             if _unpacked is not None and packed is not None:
-                unsigned = (queries.astype(np.int16) + _QUERY_ZERO_POINT).astype(np.uint8)
-                got_packed = packed.run(None, {"queries": unsigned})[0]
+                got_packed = packed.run(None, {"queries": _unsigned(queries)})[0]
                 got = _unpacked.run(None, {"codes": codes_of(vectors), "queries": np.ascontiguousarray(queries.T)})[0].T
                 if not (np.array_equal(got_packed, want) and np.array_equal(got, want)):
                     _broken = "onnxruntime's int8 product is not exact on this CPU"
