@@ -283,6 +283,16 @@ def test_cached_norms_give_the_very_floats_of_dequantize():
                           exact.cosines(vectors[picked], queries[:1]))
 
 
+def test_dequantize_divides_each_row_by_its_own_norm_across_blocks():
+    """dequantize and the scan's cached norms share row_norms: per row, whatever block it is in."""
+    vectors = int8_rows(9000, 64, 13)  # past one block of 8,192 rows
+    vectors[8191:8194] = 0
+    floats = vectors.astype(np.float32)
+    norms = np.linalg.norm(floats, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    assert np.array_equal(dequantize(vectors), floats / norms)
+
+
 @pytest.mark.parametrize("case", ["random", "ascending", "ties", "strided", "sampled", "few"])
 def test_best_keys_picks_the_largest_keys(case):
     """Exactly ``wanted`` positions, and no key left out above the smallest picked: whether the

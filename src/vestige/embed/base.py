@@ -114,16 +114,23 @@ def quantize(vectors: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(vectors * 127.0), -127, 127).astype(np.int8)
 
 
+def row_norms(vectors: np.ndarray) -> np.ndarray:
+    """Each row's norm in float32 (a zero row: 1), by blocks of rows: what ``dequantize``
+    divides by, and what the exact scan caches so as to divide by the very same floats."""
+    out = np.empty(len(vectors), np.float32)
+    for start in range(0, len(vectors), 8192):
+        norms = np.linalg.norm(np.asarray(vectors[start : start + 8192], np.float32), axis=1)
+        norms[norms == 0] = 1.0
+        out[start : start + 8192] = norms
+    return out
+
+
 def dequantize(vectors: np.ndarray) -> np.ndarray:
     """int8 vectors -> renormalised float32, ready for dot-product cosine.
 
-    Same arithmetic as ``normalise``, in place and by blocks of rows: one float32 copy instead
-    of four (~2 s -> ~0.1 s for a fresh 100k x 384 matrix, where page faults dominate).
+    Same arithmetic as ``normalise``, in place: one float32 copy instead of four (~2 s -> ~0.1 s
+    for a fresh 100k x 384 matrix, where page faults dominate).
     """
     out = np.asarray(vectors).astype(np.float32)
-    for start in range(0, len(out), 8192):
-        block = out[start : start + 8192]
-        norms = np.linalg.norm(block, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        block /= norms
+    out /= row_norms(out)[:, None]
     return out

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embed.base import dequantize
+from ..embed.base import dequantize, row_norms
 from ..errors import EmbedderMismatch
 from ..ranking import top
 from ..store.base import AppVersion, Store
@@ -74,16 +74,6 @@ class _Matrix:
         if not len(self.tail):
             return self.packed(queries)
         return np.hstack([self.packed(queries), int8_scan.products(self.tail, queries)])
-
-
-def row_norms(vectors: np.ndarray) -> np.ndarray:
-    """The norm of each int8 row, the very floats ``dequantize`` divides by (a zero row: 1)."""
-    out = np.empty(len(vectors), np.float32)
-    for start in range(0, len(vectors), 8192):
-        norms = np.linalg.norm(np.asarray(vectors[start : start + 8192], np.float32), axis=1)
-        norms[norms == 0] = 1.0
-        out[start : start + 8192] = norms
-    return out
 
 
 def cosines(vectors: np.ndarray, queries: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
