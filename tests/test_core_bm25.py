@@ -41,10 +41,28 @@ QUERIES_EXTRA = [
 def test_analyze_normalises_casefolds_and_splits_on_non_letters():
     assert lexical.analyze("Hello, WORLD! it's 2024") == ["hello", "world", "s", "2024"]
     # NFKC: full-width letters and ligatures become plain ones; casefold: ß -> ss
-    assert lexical.analyze("ＡＢＣ ﬁne Straße") == ["abc", "fine", "strasse"]
+    assert lexical.analyze("ＡＢＣ ﬁne Straße") == ["abc", "fine", "strass"]  # stemmed after folding
     # underscores and punctuation separate terms; accents and non-Latin scripts are kept
     assert lexical.analyze("snake_case café Ωmega 東京") == ["snake", "case", "café", "ωmega", "東京"]
     assert lexical.analyze("") == []
+
+
+def test_analyze_stems_inflections_to_one_term():
+    # Snowball English (Porter2): a question's "adopting" meets a memory's "adoption".
+    assert lexical.analyze("painting paints painted") == ["paint"] * 3
+    assert lexical.analyze("adoption adopted adopting") == ["adopt"] * 3
+    assert lexical.analyze("Caroline's dogs") == ["carolin", "s", "dog"]
+    # The same stem whether or not a word was stemmed before in this process (the cache).
+    assert [lexical.stem(w) for w in ("running", "running", "runs")] == ["run"] * 3
+
+
+def test_analyze_stems_the_same_in_every_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = [f"walking{i} talked{i} happiness" for i in range(200)]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lexical.analyze, words))
+    assert threaded == [lexical.analyze(w) for w in words]
 
 
 def test_analyze_stopwords():
