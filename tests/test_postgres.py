@@ -109,7 +109,7 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
     import itertools
 
     from vestige.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, repack
-    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
+    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _repack_postings
 
     url = pg_server.new_url("repack")
     queries = ("tuna cat", "red bicycle", "Lisbon", "cat")
@@ -133,7 +133,7 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
                 for number, data in repack([(b, d) for _, _, b, d in group], BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS):
                     conn.execute("INSERT INTO lex_postings VALUES (%s, %s, %s, %s)", (app_id, term_id, number, data))
             conn.execute("UPDATE lex_stats SET version = 1")
-            conn.execute("DELETE FROM vestige_schema WHERE version = %s", (len(PG_MIGRATIONS),))
+            conn.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
     with Memory(url, embedder="hash") as mem:
         after = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
                  for app in ("a", "b") for q in queries}
@@ -145,7 +145,7 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
 
 
 def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgServer) -> None:
-    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
+    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _repack_postings
 
     url = pg_server.new_url("repack_stale")
     with Memory(url, embedder="hash") as mem:
@@ -154,7 +154,7 @@ def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgS
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE lex_stats SET version = 1")
         conn.execute("UPDATE lex_stats SET version = 0 WHERE app_id = (SELECT id FROM apps WHERE name = 'stale')")
-        conn.execute("DELETE FROM vestige_schema WHERE version = %s", (len(PG_MIGRATIONS),))
+        conn.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
     with Memory(url, embedder="hash") as mem:
         assert mem.lexical.status("kept") is None
         assert "reindex" in (mem.lexical.status("stale") or "")
@@ -165,6 +165,45 @@ def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgS
         assert orphans == []  # the stale app's own terms went with its postings
         mem.reindex("stale")
         assert [h.text for h in mem.search("bones", app="stale", k=1, rerank=False)] == ["the dog likes bones"]
+
+
+def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_server: PgServer) -> None:
+    """Migration 4 re-analyses every version-2 index with the stemming analyzer, as SQLite's 8."""
+    import sys
+
+    from vestige.store.postgres import postings as pg_postings
+    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _restem_postings
+
+    url = pg_server.new_url("restem")
+    queries = ("adopting a dog", "paintings", "Caroline")
+    with Memory(url, embedder="hash") as mem:
+        mem.add_fact("Caroline adopted two dogs last spring", app="a")
+        mem.add_fact("Melanie is painting a sunrise for the pottery class", app="a")
+        mem.add_fact("the cat likes tuna", app="b")
+        fresh = {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)] for q in queries}
+    select = ("SELECT p.app_id, t.term, p.block, p.data FROM lex_postings p JOIN lex_terms t ON t.id = p.term_id "
+              "ORDER BY 1, 2, 3")
+    analyze_module = sys.modules["vestige.lexical.analyze"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        current = [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()]
+        stem = analyze_module.stem
+        analyze_module.stem, analyze_module._STEMS = (lambda word: word), {}  # the analyzer of version 2
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                for (app_id,) in cur.execute("SELECT id FROM apps").fetchall():
+                    pg_postings.rebuild(cur, int(app_id))
+                cur.execute("UPDATE lex_stats SET version = 2")
+                cur.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_restem_postings),))
+        finally:
+            analyze_module.stem, analyze_module._STEMS = stem, {}
+        assert [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()] != current
+    with Memory(url, embedder="hash") as mem:
+        assert mem.lexical.status("a") is None and mem.lexical.status("b") is None
+        assert {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)] for q in queries} == fresh
+        assert len(mem.lexical.search("a", lexical.analyze("adopting"), 5)) == 1
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()] == current
+        assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
 
 
 # -- Memory end to end ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from vestige import lexical
 from vestige.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, pack, repack, unpack
 from vestige.memory import Memory
-from vestige.store.sqlite.migrations import MIGRATIONS
+from vestige.store.sqlite.migrations import MIGRATIONS, _repack_postings, _restem_postings
 
 
 def _blocks(postings: list[tuple[int, int]], bits: int) -> list[tuple[int, bytes]]:
@@ -72,7 +72,8 @@ def _to_first_format(path: Path, other_version_app: str | None = None) -> None:
         conn.execute("UPDATE lex_stats SET version = 0 WHERE app_id = (SELECT id FROM apps WHERE name = ?)",
                      (other_version_app,))
     conn.commit()
-    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    # As the release before migration 7 left it (the migrations after it run on open too).
+    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_repack_postings)}")
     conn.close()
 
 
@@ -150,3 +151,62 @@ def test_a_repack_says_so_and_a_new_file_says_nothing(tmp_path: Path, caplog: py
     with caplog.at_level("WARNING", logger="vestige"):
         Memory(path, embedder="hash").close()
     assert REPACK_NOTICE in caplog.text
+
+
+def _postings_by_term(path: Path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT p.app_id, t.term, p.block, p.data FROM lex_postings p "
+                            "JOIN lex_terms t ON t.id = p.term_id ORDER BY 1, 2, 3").fetchall()
+    finally:
+        conn.close()
+
+
+def _to_unstemmed_index(path: Path) -> None:
+    """Rewrite a current file as the release before stemming left it: every app's postings
+    written from unstemmed terms (lexical version 2), schema before migration 8."""
+    import sys
+
+    from vestige.store.sqlite import postings as sqlite_postings
+
+    analyze_module = sys.modules["vestige.lexical.analyze"]  # the module, not the function
+
+    conn = sqlite3.connect(path)
+    stem = analyze_module.stem
+    analyze_module.stem = lambda word: word  # the analyzer of version 2
+    analyze_module._STEMS.clear()
+    try:
+        cur = conn.cursor()
+        for (app_id,) in cur.execute("SELECT id FROM apps").fetchall():
+            sqlite_postings.rebuild(cur, app_id)
+        conn.execute("UPDATE lex_stats SET version = 2")
+        conn.commit()
+    finally:
+        analyze_module.stem = stem
+        analyze_module._STEMS.clear()
+    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_restem_postings)}")
+    conn.close()
+
+
+def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    with Memory(path, embedder="hash") as mem:
+        mem.add_fact("Caroline adopted two dogs last spring", app="a")
+        mem.add_fact("Melanie is painting a sunrise for the pottery class", app="a")
+        mem.add_fact("the cat likes tuna", app="b")
+        fresh = {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)]
+                 for q in ("adopting a dog", "paintings", "Caroline")}
+    current = _postings_by_term(path)
+    _to_unstemmed_index(path)
+    assert _postings_by_term(path) != current
+    with Memory(path, embedder="hash") as mem:
+        assert mem.lexical.status("a") is None and mem.lexical.status("b") is None
+        after = {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)] for q in fresh}
+        # "adopting" finds "adopted" only through the stems the migration wrote.
+        lexical_only = mem.lexical.search("a", lexical.analyze("adopting"), 5)
+        assert len(lexical_only) == 1
+    assert after == fresh
+    assert _postings_by_term(path) == current  # term ids are new; terms and postings the same
+    conn = sqlite3.connect(path)
+    assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
+    conn.close()

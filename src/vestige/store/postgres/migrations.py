@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
 from ...lexical.postings import repack_index
+from . import postings
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,6 +36,16 @@ def _repack_postings(conn: psycopg.Connection) -> None:
     conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
     if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
         conn.execute("DELETE FROM lex_terms t WHERE NOT EXISTS (SELECT 1 FROM lex_postings p WHERE p.term_id = t.id)")
+
+
+def _restem_postings(conn: psycopg.Connection) -> None:
+    """4: stemmed terms (lexical version 3), as SQLite's migration 8: every app whose index was
+    current (version 2) is re-analysed from its stored chunk text; apps whose index was of
+    another version are left to ``vestige reindex`` as before."""
+    with conn.cursor() as cur:
+        for (app_id,) in cur.execute("SELECT app_id FROM lex_stats WHERE version = 2 ORDER BY app_id").fetchall():
+            postings.rebuild(cur, int(app_id))
+            cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = %s", (app_id,))
 
 
 MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
@@ -161,6 +172,8 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     """,
     # 3: posting blocks of 8,192 chunk ids (were 1,024), as SQLite's migration 7.
     _repack_postings,
+    # 4: the lexical channel's terms are stemmed (lexical version 3): version-2 indexes rebuilt.
+    _restem_postings,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``vestige_schema``

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ... import lexical
+from ...lexical import postings as lexical_postings
 from ..base import LexicalStats
+from .text import from_db
 
 if TYPE_CHECKING:
     import psycopg
@@ -59,6 +61,27 @@ def reset_stats(cur: psycopg.Cursor, app_id: int) -> None:
 
 def app_terms(cur: psycopg.Cursor, app_id: int) -> list[int]:
     return [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = %s", (app_id,))]
+
+
+def rebuild(cur: psycopg.Cursor, app_id: int) -> int:
+    """The app's postings, lengths and counts written anew from its stored chunk text by this
+    vestige's analyzer (``vestige reindex``, and the migration to a new analyzer), as SQLite's
+    ``rebuild``. Returns how many chunks were indexed. The caller bumps the app's generation."""
+    old_terms = app_terms(cur, app_id)
+    cur.execute("DELETE FROM lex_postings WHERE app_id = %s", (app_id,))
+    reset_stats(cur, app_id)
+    rows = cur.execute("SELECT id, text FROM chunks WHERE app_id = %s AND in_lexical ORDER BY id", (app_id,)).fetchall()
+    chunks = [(int(chunk_id), lexical.analyze(from_db(text))) for chunk_id, text in rows]  # type: ignore[arg-type]
+    if chunks:
+        cur.execute(
+            "UPDATE chunks c SET lex_len = u.len FROM unnest(%s::bigint[], %s::int[]) AS u(id, len) "
+            "WHERE c.id = u.id",
+            ([i for i, _ in chunks], [len(t) for _, t in chunks]),
+        )
+    blocks = Blocks(cur, app_id)
+    lexical_postings.add(blocks, chunks)
+    blocks.drop_unused_terms(old_terms)
+    return len(rows)
 
 
 class Blocks:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...dates import now_iso
-from ...lexical import analyze as lexical_analyze
 from ...lexical import postings as lexical_postings
 from ..base import (
     AppCounts,
@@ -345,24 +344,9 @@ class PostgresStore(Store):
             app_id = self._app_id(cur, app)
             if app_id is None:
                 return 0
-            old_terms = postings.app_terms(cur, app_id)
-            cur.execute("DELETE FROM lex_postings WHERE app_id = %s", (app_id,))
-            postings.reset_stats(cur, app_id)
-            rows = cur.execute(
-                "SELECT id, text FROM chunks WHERE app_id = %s AND in_lexical ORDER BY id", (app_id,)
-            ).fetchall()
-            chunks = [(int(chunk_id), lexical_analyze(from_db(text))) for chunk_id, text in rows]  # type: ignore[arg-type]
-            if chunks:
-                cur.execute(
-                    "UPDATE chunks c SET lex_len = u.len FROM unnest(%s::bigint[], %s::int[]) AS u(id, len) "
-                    "WHERE c.id = u.id",
-                    ([i for i, _ in chunks], [len(t) for _, t in chunks]),
-                )
-            blocks = postings.Blocks(cur, app_id)
-            lexical_postings.add(blocks, chunks)
-            blocks.drop_unused_terms(old_terms)
+            count = postings.rebuild(cur, app_id)
             self._bump(cur, app_id, purge=False)
-        return len(rows)
+        return count
 
     # -- API keys ---------------------------------------------------------------------------------
 

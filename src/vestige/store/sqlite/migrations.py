@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ...errors import SchemaError
 from ...lexical.postings import repack_index
+from . import postings
 
 
 def _repack_postings(conn: sqlite3.Connection) -> None:
@@ -32,6 +33,16 @@ def _repack_postings(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
     if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
         conn.execute("DELETE FROM lex_terms WHERE id NOT IN (SELECT DISTINCT term_id FROM lex_postings)")
+
+
+def _restem_postings(conn: sqlite3.Connection) -> None:
+    """8: stemmed terms (lexical version 3). Every app whose index was current (version 2) is
+    re-analysed from its stored chunk text, so an upgraded file keeps its lexical channel;
+    apps whose index was of another version are left to ``vestige reindex`` as before."""
+    cur = conn.cursor()
+    for (app_id,) in cur.execute("SELECT app_id FROM lex_stats WHERE version = 2").fetchall():
+        postings.rebuild(cur, app_id)
+        cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = ?", (app_id,))
 
 
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
@@ -161,6 +172,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 7: posting blocks of 8,192 chunk ids (were 1,024): a common term's postings are read in
     # 8x fewer rows, and a bulk build writes 8x fewer.
     _repack_postings,
+    # 8: the lexical channel's terms are stemmed (lexical version 3): version-2 indexes rebuilt.
+    _restem_postings,
 ]
 
 

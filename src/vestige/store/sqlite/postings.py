@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from ... import lexical
+from ...lexical import postings as lexical_postings
 from ...lexical.postings import BLOCK_BITS
 from ..base import LexicalStats
 
@@ -46,6 +47,22 @@ def reset_stats(cur: sqlite3.Cursor, app_id: int) -> None:
         "INSERT OR REPLACE INTO lex_stats (app_id, version, n_docs, total_len) VALUES (?, ?, 0, 0)",
         (app_id, lexical.VERSION),
     )
+
+
+def rebuild(cur: sqlite3.Cursor, app_id: int) -> int:
+    """The app's postings, lengths and counts written anew from its stored chunk text by this
+    vestige's analyzer (``vestige reindex``, and the migration to a new analyzer). Returns how
+    many chunks were indexed. The caller bumps the app's generation: caches must reload."""
+    old_terms = [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?", (app_id,))]
+    cur.execute("DELETE FROM lex_postings WHERE app_id = ?", (app_id,))
+    reset_stats(cur, app_id)
+    rows = cur.execute("SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id", (app_id,)).fetchall()
+    chunks = [(chunk_id, lexical.analyze(text)) for chunk_id, text in rows]
+    cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(len(t), i) for i, t in chunks])
+    blocks = Blocks(cur, app_id)
+    lexical_postings.add(blocks, chunks)
+    blocks.drop_unused_terms(old_terms)
+    return len(rows)
 
 
 class Blocks:

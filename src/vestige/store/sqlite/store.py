@@ -17,7 +17,6 @@ import numpy as np
 
 from ...dates import now_iso
 from ...errors import StoreError
-from ...lexical import analyze as lexical_analyze
 from ...lexical import postings as lexical_postings
 from ..base import (
     AppCounts,
@@ -344,19 +343,9 @@ class SQLiteStore(Store):
             app_id = self._app_id(cur, app)
             if app_id is None:
                 return 0
-            old_terms = [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?", (app_id,))]
-            cur.execute("DELETE FROM lex_postings WHERE app_id = ?", (app_id,))
-            postings.reset_stats(cur, app_id)
-            rows = cur.execute(
-                "SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id", (app_id,)
-            ).fetchall()
-            chunks = [(chunk_id, lexical_analyze(text)) for chunk_id, text in rows]
-            cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(len(t), i) for i, t in chunks])
-            blocks = postings.Blocks(cur, app_id)
-            lexical_postings.add(blocks, chunks)
-            blocks.drop_unused_terms(old_terms)
+            count = postings.rebuild(cur, app_id)
             self._bump(cur, app_id, purge=False)
-        return len(rows)
+        return count
 
     # -- API keys ---------------------------------------------------------------------------------
 
