@@ -142,9 +142,15 @@ def lex(store: Store, app: str, query: str, depth: int = 10) -> list[tuple[int, 
     return LexicalChannel(store).search(app, analyze(query), depth)
 
 
+def stems(*words: str) -> list[str]:
+    """Query words as the index holds them (stemmed, stopwords kept)."""
+    return [lexical.stem(w) for w in words]
+
+
 def term_postings(store: Store, app: str, term: str) -> dict[int, int]:
-    """chunk id -> term frequency, decoded from the app's posting blocks of one term."""
-    read = store.read_postings(app, [term])
+    """chunk id -> term frequency, decoded from the app's posting blocks of one term (a word,
+    looked up by its stem)."""
+    read = store.read_postings(app, [lexical.stem(term)])
     assert len(read.blocks) <= 1
     out: dict[int, int] = {}
     for blocks in read.blocks.values():
@@ -737,7 +743,7 @@ class StoreContract:
         ids = ids_of(store, A)
         assert term_postings(store, A, "apple") == {ids[0]: 2, ids[2]: 1}
         assert term_postings(store, A, "orchard") == {ids[0]: 1, ids[1]: 1}
-        read = store.read_postings(A, ["apple", "pears", "nothing"])
+        read = store.read_postings(A, stems("apple", "pears", "nothing"))
         assert read.version == store.app_version(A)
         assert read.stats == LexicalStats(lexical.VERSION, 3, 3 + 2 + 1)
         assert len(read.blocks) == 2  # term id -> blocks; unknown terms are left out
@@ -751,31 +757,31 @@ class StoreContract:
         ids = ids_of(store, A)
         channel = LexicalChannel(store)
         assert channel.status(A) is None
-        hits = channel.search(A, ["apple"], 10)
+        hits = channel.search(A, stems("apple"), 10)
         assert [i for i, _ in hits] == [ids[0], ids[2], ids[1]]  # tf 2; then the shorter of tf 1
         assert all(s > 0 for _, s in hits) and hits == sorted(hits, key=lambda h: -h[1])
         expected = bm25(store, A, ["apple"])
         assert_same_ranking(hits, sorted(expected.items(), key=lambda kv: (-kv[1], kv[0])))
-        both = channel.search(A, ["apple", "orchard", "apple"], 10)
+        both = channel.search(A, stems("apple", "orchard", "apple"), 10)
         expected = bm25(store, A, ["apple", "orchard"])
         assert_same_ranking(both, sorted(expected.items(), key=lambda kv: (-kv[1], kv[0])))
-        assert [i for i, _ in channel.search(A, ["orchard", "apple"], 1)] == [ids[0]]
-        assert channel.search(A, ["bread"], 10)[0][0] == ids[3]
-        assert channel.search(A, ["nothing"], 10) == [] and channel.search(A, [], 10) == []
+        assert [i for i, _ in channel.search(A, stems("orchard", "apple"), 1)] == [ids[0]]
+        assert channel.search(A, stems("bread"), 10)[0][0] == ids[3]
+        assert channel.search(A, stems("nothing"), 10) == [] and channel.search(A, [], 10) == []
 
     def test_stale_index_is_refused_until_rebuilt(self, store: Store) -> None:
         item, chunks = session("s1", "apple apple orchard", "orchard of pears", "the apple pie")
         chunks.append(indexed("apple without postings", 3, lexical=False))
         store.put_items(A, [(item, chunks), fact("f1", "banana apple")])
         channel = LexicalChannel(store)
-        before = channel.search(A, ["apple", "orchard"], 10)
+        before = channel.search(A, stems("apple", "orchard"), 10)
         assert len(before) == 4
 
         store.mark_lexical_stale(A)
         assert "never built" in channel.status(A)
-        assert store.read_postings(A, ["apple"]).stats is None
+        assert store.read_postings(A, stems("apple")).stats is None
         with pytest.raises(LexicalUnavailable, match="never built"):
-            channel.search(A, ["apple"], 10)
+            channel.search(A, stems("apple"), 10)
         store.put_items(A, [fact("f2", "apple tart")])  # writes keep a stale index stale
         store.delete_item(A, "fact", "f2")
         assert "never built" in channel.status(A)
@@ -783,8 +789,8 @@ class StoreContract:
         assert store.rebuild_lexical(A) == 4  # the chunk without postings stays without
         assert channel.status(A) is None
         assert store.read_postings(A, []).stats == LexicalStats(lexical.VERSION, 4, 3 + 2 + 2 + 2)
-        assert_same_ranking(channel.search(A, ["apple", "orchard"], 10), before)
-        assert channel.search(A, ["tart"], 10) == [] and store.read_postings(A, ["tart"]).blocks == {}
+        assert_same_ranking(channel.search(A, stems("apple", "orchard"), 10), before)
+        assert channel.search(A, stems("tart"), 10) == [] and store.read_postings(A, stems("tart")).blocks == {}
 
     def test_rebuild_reads_the_stored_text_with_the_one_analyzer(self, store: Store) -> None:
         item, chunks = fact("f1", "the cat")
@@ -795,8 +801,8 @@ class StoreContract:
         assert store.rebuild_lexical(A) == 2  # ...are re-derived from the stored text
         assert channel.status(A) is None
         assert store.doc_lengths(A).lengths.tolist() == [1.0, 2.0]
-        assert channel.search(A, ["the"], 10) == [] and store.read_postings(A, ["the", "wrong"]).blocks == {}
-        assert [i for i, _ in channel.search(A, ["bird"], 10)] == [ids[1]]
+        assert channel.search(A, stems("the"), 10) == [] and store.read_postings(A, stems("the", "wrong")).blocks == {}
+        assert [i for i, _ in channel.search(A, stems("bird"), 10)] == [ids[1]]
 
     def test_deletion_leaves_nothing_behind_in_the_index(self, store: Store) -> None:
         store.put_items(A, [fact("f1", "zyzzyva shared words"), fact("f2", "shared other words")])
@@ -804,7 +810,7 @@ class StoreContract:
         stats = store.read_postings(A, []).stats
         assert term_postings(store, A, "zyzzyva")
         assert store.delete_item(A, "fact", "f1") is True
-        assert store.read_postings(A, ["zyzzyva"]).blocks == {}
+        assert store.read_postings(A, stems("zyzzyva")).blocks == {}
         assert lex(store, A, "zyzzyva") == []
         assert store.read_postings(A, []).stats == LexicalStats(stats.version, stats.n_docs - 1, stats.total_len - 3)
         assert LexicalChannel(store).status(A) is None
@@ -812,23 +818,23 @@ class StoreContract:
         assert len(lex(store, B, "shared words")) == 1  # the other app keeps its postings
 
         store.put_items(A, [fact("f2", "replaced text")])  # a replace unindexes the old text too
-        assert store.read_postings(A, ["shared", "other", "words"]).blocks == {}
+        assert store.read_postings(A, stems("shared", "other", "words")).blocks == {}
         assert len(lex(store, B, "shared words")) == 1
         assert LexicalChannel(store).status(A) is None
 
     def test_terms_no_app_uses_are_forgotten(self, store: Store, terms: Callable[[Store], set[str]]) -> None:
         store.put_items(A, [fact("f1", "zyzzyva shared"), fact("f2", "quokka shared")])
         store.put_items(B, [fact("g1", "shared xylophone")])
-        assert {"zyzzyva", "quokka", "shared", "xylophone"} <= terms(store)
+        assert set(stems("zyzzyva", "quokka", "shared", "xylophone")) <= terms(store)
         store.delete_item(A, "fact", "f1")
-        assert "zyzzyva" not in terms(store) and "shared" in terms(store)
+        assert "zyzzyva" not in terms(store) and lexical.stem("shared") in terms(store)
         store.put_items(A, [fact("f2", "wombat")])  # replace
         assert "quokka" not in terms(store) and "wombat" in terms(store)
         store.delete_app(B)
-        assert "xylophone" not in terms(store) and "shared" not in terms(store)
+        assert lexical.stem("xylophone") not in terms(store) and lexical.stem("shared") not in terms(store)
         store.put_items(A, [fact("f3", "the nonce word")])
         store.rebuild_lexical(A)
-        assert terms(store) == {"nonce", "word", "wombat"}
+        assert terms(store) == set(stems("nonce", "word", "wombat"))
         store.delete_app(A)
         assert terms(store) == set()
 
@@ -856,7 +862,7 @@ class StoreContract:
         assert store.read_vectors(B).ids.tolist() == b_ids
         assert store.read_vectors(B, after_id=min(a_ids)).ids.tolist() == [i for i in b_ids if i > min(a_ids)]
         assert store.doc_lengths(B).ids.tolist() == b_ids
-        assert store.read_postings(B, ["alpha", "secret", "lantern"]).blocks == {}
+        assert store.read_postings(B, stems("alpha", "secret", "lantern")).blocks == {}
         assert set(term_postings(store, B, "shared")) == {b_ids[1], b_ids[2]}
         assert store.read_postings(B, []).stats == LexicalStats(lexical.VERSION, 3, 2 + 3 + 3)
 

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import add_all, make_sessions  # noqa: E402
 
 SECRET = "Zorbaxian-773194 quintessential Lighthouse"
-TERMS = analyze(SECRET)  # what the term dictionary would hold: zorbaxian, 773194, ...
-assert TERMS == ["zorbaxian", "773194", "quintessential", "lighthouse"]
+TERMS = analyze(SECRET)  # what the term dictionary would hold: zorbaxian, 773194, stems
+assert TERMS == ["zorbaxian", "773194", "quintessenti", "lighthous"]  # stems
 NEEDLES = sorted({SECRET, *SECRET.replace("-", " ").split(), *TERMS})
 SUFFIXES = ("", "-wal", "-shm")
 KINDS = ("session", "fact", "replace", "app")

@@ -30,7 +30,7 @@ def test_an_opening_word_counts_when_it_recurs_capitalised_or_is_an_acronym() ->
 def test_quoted_phrases_are_kept_verbatim() -> None:
     q = analyze_query('What did Caroline take away from the book "Becoming Nicole"?')
     assert q.quoted == ["Becoming Nicole"]
-    assert "caroline" in q.proper_nouns and "nicole" in q.proper_nouns
+    assert "carolin" in q.proper_nouns and "nicol" in q.proper_nouns  # stems, as the index holds
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import settings
+from .. import lexical, settings
 from ..embed import Embedder, get_embedder
 from ..embed.cache import EmbeddingCache, text_key
 from ..memory import Memory
@@ -524,6 +524,8 @@ def run_benchmarks(
             "stride": stride,
             "n_haystacks": len(haystacks),
             "code_version": version,
+            "lexical_version": lexical.VERSION,  # the analyzer (3: stemmed terms)
+            "pystemmer": package_version("PyStemmer"),
             "python": platform.python_version(),
             "numpy": numpy.__version__,
             "onnxruntime": package_version("onnxruntime"),

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..read.fusion import RRF_K, rrf
+from ..lexical import analyze
 from ..read.query import analyze_query, resolve_time
 from ..types import Hit
 from .base import Reranker
@@ -67,7 +68,7 @@ class EvidenceReranker(Reranker):
             phrases = [q.casefold() for q in terms.quoted]
 
             def matched(i: int) -> int:
-                words = set(re.findall(r"[^\W_]+", texts[i]))
+                words = set(analyze(texts[i], keep_stopwords=True))  # stems, as the names are
                 return sum(n in words for n in terms.proper_nouns) + sum(p in texts[i] for p in phrases)
 
             counts = [matched(i) for i in range(len(hits))]
