@@ -65,6 +65,21 @@ def test_the_adaptive_fusions_defaults_are_the_committed_fit_and_beat_each_chann
             assert report["kfold"][dataset][target] >= channel
 
 
+def test_paired_report_counts_questions_out_of_sample():
+    pools = {"a": [_pool(i, unit=f"a{i % 5}") for i in range(15)], "b": [_pool(50 + i, unit=f"b{i % 5}") for i in range(15)]}
+    report = {"fusions": {n: lab.cross_validate(pools, n) for n in ("bm25-only", "adaptive-gap5")}}
+    same = lab.paired_report(pools, report, "adaptive-gap5", "adaptive-gap5")
+    assert set(same) == {"cross", "kfold"} and set(same["kfold"]) == {"a", "b"}
+    assert all(c == {"gained": 0, "lost": 0, "p": 1.0} for s in same.values() for d in s.values() for c in d.values())
+    other = lab.paired_report(pools, report, "bm25-only", "adaptive-gap5")
+    for d in ("a", "b"):  # gained - lost over the questions = the difference of the two recall@1 means
+        cell = other["kfold"][d]["r_any@1"]
+        diff = report["fusions"]["adaptive-gap5"]["kfold"][d]["r_any@1"] - report["fusions"]["bm25-only"]["kfold"][d]["r_any@1"]
+        assert (cell["gained"] - cell["lost"]) / len(pools[d]) == pytest.approx(diff, abs=1e-4)
+    weights = lab.question_weights(pools, {"alpha": 0.9, "gamma": 0.5, "k": 5})
+    assert all(0.0 <= w["p10"] <= w["p50"] <= w["p90"] <= 1.0 for w in weights.values())
+
+
 def test_folds_keep_each_haystack_whole():
     pools = [_pool(i, unit=f"conv{i % 7}") for i in range(35)]
     folds = lab.folds(pools, 5)

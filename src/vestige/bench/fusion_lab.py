@@ -509,6 +509,62 @@ REPORTED = ("vectors-only", "bm25-only", "rrf", "convex", "convex-session", "shi
             "z-score", "min-max", "lexical-kth")
 
 
+PAIRED = (("shipped-convex", "adaptive-gap5"), ("bm25-only", "adaptive-gap5"))  # (A, B): B against A
+
+
+def out_of_sample(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any], name: str,
+                  n_folds: int = 5) -> dict[str, dict[str, dict[str, dict]]]:
+    """Each question's metrics as ``cross_validate`` scored it out of sample: setting ("cross",
+    "kfold") -> dataset -> question -> metrics, with the parameters fitted without it."""
+    fusion, _ = FUSIONS[name]
+    out: dict[str, dict[str, dict[str, dict]]] = {"cross": {}, "kfold": {}}
+    for d, pools in pools_by_dataset.items():
+        split = folds(pools, n_folds)
+        settings = {"kfold": [(p, report["kfold"][d]["params"][g]) for g, fold in enumerate(split) for p in fold]}
+        if d in report.get("cross_dataset", {}):
+            settings["cross"] = [(p, report["cross_dataset"][d]["params"]) for p in pools]
+        for setting, pairs in settings.items():
+            out[setting][d] = {p.qid: session_metrics(rank_sessions(p, fusion(p, params)), p.gold, p.n_sessions)
+                               for p, params in pairs}
+    return out
+
+
+def paired_report(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any], a: str, b: str) -> dict[str, Any]:
+    """B against A question by question, out of sample: per setting, dataset and target, the
+    questions B gained and lost and the sign test's p (NDCG@10: any difference counts)."""
+    from .report import sign_test
+
+    qa, qb = (out_of_sample(pools_by_dataset, report["fusions"][n], n) for n in (a, b))
+    result: dict[str, Any] = {}
+    for setting in qa:
+        for d in qa[setting]:
+            cells = {}
+            for t in TARGETS:
+                both = [(qa[setting][d][q][t], qb[setting][d][q][t]) for q in qa[setting][d]
+                        if qa[setting][d][q][t] is not None]
+                gained = sum(1 for x, y in both if y > x + 1e-12)
+                lost = sum(1 for x, y in both if y < x - 1e-12)
+                cells[t] = {"gained": gained, "lost": lost, "p": float(f"{sign_test(gained, lost):.3g}")}
+            result.setdefault(setting, {})[d] = cells
+    return result
+
+
+def question_weights(pools_by_dataset: dict[str, list[Pool]], params: dict) -> dict[str, dict[str, float]]:
+    """The dense weight ``convex_adaptive_gap`` gives each question: per dataset its mean and
+    10th / 50th / 90th percentiles."""
+    out = {}
+    for d, pools in pools_by_dataset.items():
+        weights = []
+        for pool in pools:
+            dense_n, _, lexical_n, _ = _tmm(lists(pool, params.get("depth", DEPTH)))
+            weights.append(adaptive_weight(params["alpha"], params["gamma"], lead(dense_n, params["k"]),
+                                           lead(lexical_n, params["k"])))
+        w = np.array(weights)
+        out[d] = {"mean": round(float(w.mean()), 4),
+                  **{f"p{q}": round(float(np.percentile(w, q)), 4) for q in (10, 50, 90)}}
+    return out
+
+
 def load(paths: Sequence[str]) -> dict[str, list[Pool]]:
     from .pools import read_pools
 
@@ -527,6 +583,10 @@ def fusion_report(pools_by_dataset: dict[str, list[Pool]], learned: bool = True)
         report["fusions"][name] = cross_validate(pools_by_dataset, name)
     if learned:
         report["fusions"]["learned-linear"] = cross_validate_learned(pools_by_dataset)
+    report["paired"] = {f"{b} vs {a}": paired_report(pools_by_dataset, report, a, b) for a, b in PAIRED
+                        if a in report["fusions"] and b in report["fusions"]}
+    if "adaptive-gap5" in report["fusions"]:
+        report["adaptive_weights"] = question_weights(pools_by_dataset, report["fusions"]["adaptive-gap5"]["fitted_on_all"])
     return report
 
 
@@ -547,5 +607,19 @@ def report_markdown(report: dict[str, Any]) -> str:
                 c = cross.get(t)
                 cells.append(f"{r['in_sample'][d][t]:.4f} / {'-' if c is None else f'{c:.4f}'} / {r['kfold'][d][t]:.4f}")
             lines.append(f"| {name} | {params} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for label, by_setting in report.get("paired", {}).items():
+        lines += [f"**{label}**, question by question out of sample (gained / lost, sign test p)", "",
+                  "| setting | dataset | " + " | ".join(TARGETS) + " |", "|---|---|" + "---|" * len(TARGETS)]
+        for setting, by_dataset in by_setting.items():
+            for d, cells in sorted(by_dataset.items()):
+                lines.append(f"| {setting} | {d} | " + " | ".join(
+                    f"+{c['gained']} / -{c['lost']} (p {c['p']:.3g})" for c in cells.values()) + " |")
+        lines.append("")
+    if "adaptive_weights" in report:
+        lines += ["**adaptive-gap5**: the dense weight each question gets (fitted on all)", "",
+                  "| dataset | mean | p10 | p50 | p90 |", "|---|---|---|---|---|"]
+        lines += [f"| {d} | " + " | ".join(f"{v:.3f}" for v in w.values()) + " |"
+                  for d, w in sorted(report["adaptive_weights"].items())]
         lines.append("")
     return "\n".join(lines)
