@@ -551,17 +551,19 @@ def paired_report(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any
 
 def question_weights(pools_by_dataset: dict[str, list[Pool]], params: dict) -> dict[str, dict[str, float]]:
     """The dense weight ``convex_adaptive_gap`` gives each question: per dataset its mean and
-    10th / 50th / 90th percentiles."""
+    10th / 50th / 90th percentiles, and the median lead of each channel."""
     out = {}
     for d, pools in pools_by_dataset.items():
-        weights = []
+        weights, leads = [], []
         for pool in pools:
             dense_n, _, lexical_n, _ = _tmm(lists(pool, params.get("depth", DEPTH)))
-            weights.append(adaptive_weight(params["alpha"], params["gamma"], lead(dense_n, params["k"]),
-                                           lead(lexical_n, params["k"])))
-        w = np.array(weights)
+            leads.append((lead(dense_n, params["k"]), lead(lexical_n, params["k"])))
+            weights.append(adaptive_weight(params["alpha"], params["gamma"], *leads[-1]))
+        w, by_channel = np.array(weights), np.array(leads)
         out[d] = {"mean": round(float(w.mean()), 4),
-                  **{f"p{q}": round(float(np.percentile(w, q)), 4) for q in (10, 50, 90)}}
+                  **{f"p{q}": round(float(np.percentile(w, q)), 4) for q in (10, 50, 90)},
+                  "dense_lead_p50": round(float(np.median(by_channel[:, 0])), 4),
+                  "lexical_lead_p50": round(float(np.median(by_channel[:, 1])), 4)}
     return out
 
 
@@ -617,8 +619,8 @@ def report_markdown(report: dict[str, Any]) -> str:
                     f"+{c['gained']} / -{c['lost']} (p {c['p']:.3g})" for c in cells.values()) + " |")
         lines.append("")
     if "adaptive_weights" in report:
-        lines += ["**adaptive-gap5**: the dense weight each question gets (fitted on all)", "",
-                  "| dataset | mean | p10 | p50 | p90 |", "|---|---|---|---|---|"]
+        lines += ["**adaptive-gap5**: the dense weight each question gets (fitted on all), and the median leads", "",
+                  "| dataset | mean | p10 | p50 | p90 | dense lead p50 | lexical lead p50 |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {d} | " + " | ".join(f"{v:.3f}" for v in w.values()) + " |"
                   for d, w in sorted(report["adaptive_weights"].items())]
         lines.append("")
