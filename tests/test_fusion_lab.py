@@ -11,7 +11,7 @@ import pytest
 
 from vestige import settings
 from vestige.bench import fusion_lab as lab
-from vestige.read.fusion import convex, rrf
+from vestige.read.fusion import ADAPTIVE_DENSE_WEIGHT, ADAPTIVE_GAMMA, ADAPTIVE_K, adaptive, convex, rrf
 
 ROOT = Path(__file__).resolve().parents[1]
 POOLS = sorted((ROOT / "benchmarks" / "results" / "fusion" / "pools").glob("*.jsonl.gz"))
@@ -41,6 +41,43 @@ def test_lab_rrf_and_convex_rank_sessions_as_the_library_does(seed):
     assert lab.rank_sessions(pool, lab.rrf_chunks(pool, {}))[: len(reached)] == by_rrf
     assert lab.rank_sessions(pool, lab.shipped_convex(pool, {"alpha": 0.6}))[: len(reached)] == by_convex
     assert lab.rank_sessions(pool, lab.convex_chunks(pool, {"alpha": 0.6}))[: len(reached)] == by_convex
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("depth", [200, 12])
+def test_the_lab_adaptive_function_ranks_sessions_as_the_library_does(seed, depth):
+    pool = _pool(seed, n_chunks=40)
+    fused = adaptive(*lab.channel_lists(pool, depth), depth)
+    by_library = list(dict.fromkeys(int(pool.session[i]) for i, _, _ in fused))
+    params = {"alpha": ADAPTIVE_DENSE_WEIGHT, "gamma": ADAPTIVE_GAMMA, "k": ADAPTIVE_K, "depth": depth}
+    assert lab.rank_sessions(pool, lab.convex_adaptive_gap(pool, params))[: len(by_library)] == by_library
+
+
+@pytest.mark.skipif(len(POOLS) != 2, reason="the committed fusion pools are missing")
+def test_the_adaptive_fusions_defaults_are_the_committed_fit_and_beat_each_channel_out_of_sample():
+    fusions = json.loads((POOLS[0].parents[1] / "fusion_cv.json").read_text())["fusions"]
+    report = fusions[f"adaptive-gap{ADAPTIVE_K}"]
+    assert report["fitted_on_all"] == {"alpha": ADAPTIVE_DENSE_WEIGHT, "gamma": ADAPTIVE_GAMMA, "k": ADAPTIVE_K}
+    for dataset in ("locomo", "longmemeval"):
+        for target in lab.TARGETS:
+            channel = max(fusions[c]["in_sample"][dataset][target] for c in ("vectors-only", "bm25-only"))
+            assert report["cross_dataset"][dataset][target] >= channel
+            assert report["kfold"][dataset][target] >= channel
+
+
+def test_paired_report_counts_questions_out_of_sample():
+    pools = {"a": [_pool(i, unit=f"a{i % 5}") for i in range(15)], "b": [_pool(50 + i, unit=f"b{i % 5}") for i in range(15)]}
+    report = {"fusions": {n: lab.cross_validate(pools, n) for n in ("bm25-only", "adaptive-gap5")}}
+    same = lab.paired_report(pools, report, "adaptive-gap5", "adaptive-gap5")
+    assert set(same) == {"cross", "kfold"} and set(same["kfold"]) == {"a", "b"}
+    assert all(c == {"gained": 0, "lost": 0, "p": 1.0} for s in same.values() for d in s.values() for c in d.values())
+    other = lab.paired_report(pools, report, "bm25-only", "adaptive-gap5")
+    for d in ("a", "b"):  # gained - lost over the questions = the difference of the two recall@1 means
+        cell = other["kfold"][d]["r_any@1"]
+        diff = report["fusions"]["adaptive-gap5"]["kfold"][d]["r_any@1"] - report["fusions"]["bm25-only"]["kfold"][d]["r_any@1"]
+        assert (cell["gained"] - cell["lost"]) / len(pools[d]) == pytest.approx(diff, abs=1e-4)
+    weights = lab.question_weights(pools, {"alpha": 0.9, "gamma": 0.5, "k": 5})
+    assert all(0.0 <= w["p10"] <= w["p50"] <= w["p90"] <= 1.0 for w in weights.values())
 
 
 def test_folds_keep_each_haystack_whole():

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..read.fusion import adaptive_weight, lead
 from .metrics import session_metrics
 
 TARGETS = ("r_any@1", "r_any@5", "r_any@10", "ndcg@10")
@@ -41,6 +42,7 @@ class Pool:
     cosine: np.ndarray  # float, nan: the chunk has no vector
     bm25: np.ndarray  # float, 0: no query term in the chunk
     words: np.ndarray  # int
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived arrays, per depth
 
 
 def to_pool(row: dict[str, Any]) -> Pool:
@@ -138,8 +140,9 @@ FUSIONS: dict[str, tuple[Callable[[Pool, dict], np.ndarray], list[dict]]] = {
 # -- scoring and cross-validation -----------------------------------------------------------------
 
 
-def metrics_of(pools: Sequence[Pool], fusion: Callable[[Pool, dict], np.ndarray], params: dict) -> dict[str, float]:
-    return _pooled_metrics([(pool, params) for pool in pools], fusion)
+def metrics_of(pools: Sequence[Pool], fusion: Callable[[Pool, dict], np.ndarray], params: dict,
+               memo: dict | None = None) -> dict[str, float]:
+    return _pooled_metrics([(pool, params) for pool in pools], fusion, memo)
 
 
 def objective(by_dataset: dict[str, dict[str, float]]) -> float:
@@ -147,12 +150,12 @@ def objective(by_dataset: dict[str, dict[str, float]]) -> float:
     return float(np.mean([np.mean([m[t] for t in TARGETS]) for m in by_dataset.values()]))
 
 
-def fit(pools_by_dataset: dict[str, list[Pool]], name: str) -> dict:
+def fit(pools_by_dataset: dict[str, list[Pool]], name: str, memo: dict | None = None) -> dict:
     """The grid point with the best objective on these pools (ties: the first, the smaller weight)."""
     fusion, grid = FUSIONS[name]
     best, best_score = grid[0], -math.inf
     for params in grid:
-        score = objective({d: metrics_of(p, fusion, params) for d, p in pools_by_dataset.items() if p})
+        score = objective({d: metrics_of(p, fusion, params, memo) for d, p in pools_by_dataset.items() if p})
         if score > best_score + 1e-12:
             best, best_score = params, score
     return best
@@ -168,34 +171,45 @@ def folds(pools: list[Pool], n: int = 5) -> list[list[Pool]]:
 def cross_validate(pools_by_dataset: dict[str, list[Pool]], name: str, n_folds: int = 5) -> dict[str, Any]:
     """In-sample, cross-dataset and k-fold figures for one fusion function."""
     fusion, _ = FUSIONS[name]
+    memo: dict = {}  # each question's metrics under each grid point, computed once for every fit
     datasets = sorted(pools_by_dataset)
     report: dict[str, Any] = {"fusion": name}
-    params_all = fit(pools_by_dataset, name)
+    params_all = fit(pools_by_dataset, name, memo)
     report["fitted_on_all"] = params_all
-    report["in_sample"] = {d: metrics_of(pools_by_dataset[d], fusion, params_all) for d in datasets}
+    report["in_sample"] = {d: metrics_of(pools_by_dataset[d], fusion, params_all, memo) for d in datasets}
     cross = {}
     for test in datasets if len(datasets) > 1 else []:
         train = {d: p for d, p in pools_by_dataset.items() if d != test}
-        params = fit(train, name)
-        cross[test] = {"params": params, **metrics_of(pools_by_dataset[test], fusion, params)}
+        params = fit(train, name, memo)
+        cross[test] = {"params": params, **metrics_of(pools_by_dataset[test], fusion, params, memo)}
     report["cross_dataset"] = cross
     split = {d: folds(pools_by_dataset[d], n_folds) for d in datasets}
     # One fit per fold, on the other folds of every dataset; each fold is scored with its own fit.
-    fold_params = [fit({d: [p for g, fold in enumerate(split[d]) if g != f for p in fold] for d in datasets}, name)
+    fold_params = [fit({d: [p for g, fold in enumerate(split[d]) if g != f for p in fold] for d in datasets},
+                       name, memo)
                    for f in range(n_folds)]
     report["kfold"] = {
         d: {"params": fold_params,
-            **_pooled_metrics([(p, fold_params[g]) for g, fold in enumerate(split[d]) for p in fold], fusion)}
+            **_pooled_metrics([(p, fold_params[g]) for g, fold in enumerate(split[d]) for p in fold], fusion, memo)}
         for d in datasets
     }
     return report
 
 
-def _pooled_metrics(pairs: list[tuple[Pool, dict]], fusion: Callable[[Pool, dict], np.ndarray]) -> dict[str, float]:
+def _pooled_metrics(pairs: list[tuple[Pool, dict]], fusion: Callable[[Pool, dict], np.ndarray],
+                    memo: dict | None = None) -> dict[str, float]:
+    """The targets' means; ``memo`` keeps each (question, params)'s metrics for later fits (the
+    same figures, summed in the same order)."""
     sums = {t: 0.0 for t in TARGETS}
     counts = {t: 0 for t in TARGETS}
     for pool, params in pairs:
-        m = session_metrics(rank_sessions(pool, fusion(pool, params)), pool.gold, pool.n_sessions)
+        key = None if memo is None else (pool.dataset, pool.qid, tuple(sorted(params.items())))
+        m = None if key is None else memo.get(key)
+        if m is None:
+            m = session_metrics(rank_sessions(pool, fusion(pool, params)), pool.gold, pool.n_sessions)
+            m = {t: m.get(t) for t in TARGETS}
+            if key is not None:
+                memo[key] = m
         for t in TARGETS:
             if m.get(t) is not None:
                 sums[t] += m[t]
@@ -234,6 +248,152 @@ def shipped_convex(pool: Pool, params: dict) -> np.ndarray:
 
 
 FUSIONS["shipped-convex"] = (shipped_convex, [{"alpha": round(a, 2)} for a in np.arange(0, 1.0001, 0.05)])
+
+
+# -- issue 9: a weight that follows each question's decisive channel, and scale-free normalisers --
+#
+# Every function below reads the channels as ``run_search`` hands them (``channel_lists``: each
+# channel's top ``depth``, best first) and fuses chunks as ``convex`` does: a chunk absent from a
+# list that was cut takes that list's last value, absent from a whole list the channel's floor
+# (cosine -1, BM25 0) mapped by the same normaliser; a chunk in neither list is not reached.
+
+ALPHAS = [round(float(a), 2) for a in np.arange(0, 1.0001, 0.05)]
+GAMMAS = (0.0, 0.25, 0.5, 1.0, 2.0)  # 0: the plain convex weight
+DEPTH = 200
+LEXICAL_FLOOR = 0.0
+
+
+@dataclass
+class Lists:
+    """One question's two channel lists as arrays, best first."""
+
+    dense_ids: np.ndarray
+    dense: np.ndarray
+    lexical_ids: np.ndarray
+    lexical: np.ndarray
+    dense_cut: bool  # the list is ``depth`` long: it may have been cut
+    lexical_cut: bool
+
+
+def lists(pool: Pool, depth: int = DEPTH) -> Lists:
+    key = ("lists", depth)
+    if key not in pool.memo:
+        dense, lexical = channel_lists(pool, depth)
+        pool.memo[key] = Lists(
+            np.array([i for i, _ in dense], dtype=np.int64), np.array([s for _, s in dense], dtype=np.float64),
+            np.array([i for i, _ in lexical], dtype=np.int64), np.array([s for _, s in lexical], dtype=np.float64),
+            len(dense) >= depth, len(lexical) >= depth)
+    return pool.memo[key]
+
+
+def _fuse_lists(pool: Pool, ls: Lists, dense_n: np.ndarray, dense_floor: float, lexical_n: np.ndarray,
+                lexical_floor: float, weight: float) -> np.ndarray:
+    """Session scores: each chunk's ``weight * dense + (1 - weight) * lexical``, its session's best."""
+    n = len(pool.session)
+    dense_absent = float(dense_n[-1]) if ls.dense_cut and len(dense_n) else dense_floor
+    lexical_absent = float(lexical_n[-1]) if ls.lexical_cut and len(lexical_n) else lexical_floor
+    d = np.full(n, dense_absent)
+    d[ls.dense_ids] = dense_n
+    lx = np.full(n, lexical_absent)
+    lx[ls.lexical_ids] = lexical_n
+    reached = np.zeros(n, dtype=bool)
+    reached[ls.dense_ids] = True
+    reached[ls.lexical_ids] = True
+    return session_max(pool, np.where(reached, weight * d + (1.0 - weight) * lx, -np.inf))
+
+
+def _tmm(ls: Lists) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """The shipped normalisers: (cos + 1) / (best + 1) and bm25 / best, with their floors (0)."""
+    dense_n = np.zeros(0)
+    if len(ls.dense):
+        dense_n = np.maximum((ls.dense - COSINE_FLOOR) / max(ls.dense[0] - COSINE_FLOOR, 1e-12), 0.0)
+    lexical_n = ls.lexical / ls.lexical[0] if len(ls.lexical) and ls.lexical[0] > 0 else np.zeros(len(ls.lexical))
+    return dense_n, 0.0, lexical_n, 0.0
+
+
+def convex_adaptive_gap(pool: Pool, params: dict) -> np.ndarray:
+    """The shipped convex fusion with a per-question weight: ``alpha`` tilted toward the channel
+    whose best leads its k-th best by more (``vestige.read.fusion.lead``), by ``gamma``
+    (``vestige.read.fusion.adaptive``, whose defaults are the fit on both datasets)."""
+    ls = lists(pool, params.get("depth", DEPTH))
+    dense_n, dense_floor, lexical_n, lexical_floor = _tmm(ls)
+    k = params["k"]
+    w = adaptive_weight(params["alpha"], params["gamma"], lead(dense_n, k), lead(lexical_n, k))
+    return _fuse_lists(pool, ls, dense_n, dense_floor, lexical_n, lexical_floor, w)
+
+
+def convex_adaptive_cosine(pool: Pool, params: dict) -> np.ndarray:
+    """The dense weight grows with the question's best cosine: base weights alpha * best_cos **
+    gamma against (1 - alpha) * 0.5 ** gamma (0.5: a middling best cosine keeps ``alpha``)."""
+    ls = lists(pool, params.get("depth", DEPTH))
+    dense_n, dense_floor, lexical_n, lexical_floor = _tmm(ls)
+    best = float(ls.dense[0]) if len(ls.dense) else 0.0
+    w = adaptive_weight(params["alpha"], params["gamma"], max(best, 0.0) / 0.5, 1.0)
+    return _fuse_lists(pool, ls, dense_n, dense_floor, lexical_n, lexical_floor, w)
+
+
+def _standardised(scores: np.ndarray, floor: float) -> tuple[np.ndarray, float]:
+    """(s - mean) / std over the channel's own list, and its floor on the same scale."""
+    if not len(scores):
+        return scores, 0.0
+    mean, sd = float(scores.mean()), float(scores.std())
+    if sd < 1e-12:
+        return np.zeros_like(scores), (floor - mean if floor < mean else 0.0)
+    return (scores - mean) / sd, (floor - mean) / sd
+
+
+def convex_z(pool: Pool, params: dict) -> np.ndarray:
+    """Standardised (z-score) fusion: each channel's scores as (s - mean) / std over its own top
+    ``depth``, convex weight ``alpha``: scale-free, whatever the dataset's score ranges."""
+    ls = lists(pool, params.get("depth", DEPTH))
+    dense_n, dense_floor = _standardised(ls.dense, COSINE_FLOOR)
+    lexical_n, lexical_floor = _standardised(ls.lexical, LEXICAL_FLOOR)
+    return _fuse_lists(pool, ls, dense_n, dense_floor, lexical_n, lexical_floor, params["alpha"])
+
+
+def _min_max(scores: np.ndarray, floor: float, low_at: int | None = None) -> tuple[np.ndarray, float]:
+    """(s - low) / (best - low), low the list's ``low_at``-th score (its last if None or too
+    short); not clipped, so below ``low`` is negative; the floor on the same scale."""
+    if not len(scores):
+        return scores, 0.0
+    low = float(scores[-1] if low_at is None else scores[min(low_at, len(scores)) - 1])
+    span = float(scores[0]) - low
+    if span < 1e-12:
+        return np.zeros_like(scores), (floor - low if floor < low else 0.0)
+    return (scores - low) / span, (floor - low) / span
+
+
+def convex_min_max(pool: Pool, params: dict) -> np.ndarray:
+    """Min-max over each channel's own list (the list's last score is 0, its best 1), convex."""
+    ls = lists(pool, params.get("depth", DEPTH))
+    dense_n, dense_floor = _min_max(ls.dense, COSINE_FLOOR)
+    lexical_n, lexical_floor = _min_max(ls.lexical, LEXICAL_FLOOR)
+    return _fuse_lists(pool, ls, dense_n, dense_floor, lexical_n, lexical_floor, params["alpha"])
+
+
+def convex_lexical_kth(pool: Pool, params: dict) -> np.ndarray:
+    """The shipped dense normaliser; BM25 as (bm25 - kth) / (best - kth): the lexical channel's
+    scale is its best's lead over its k-th best, not the best itself."""
+    ls = lists(pool, params.get("depth", DEPTH))
+    dense_n, dense_floor, _, _ = _tmm(ls)
+    lexical_n, lexical_floor = _min_max(ls.lexical, LEXICAL_FLOOR, params["k"])
+    return _fuse_lists(pool, ls, dense_n, dense_floor, lexical_n, lexical_floor, params["alpha"])
+
+
+def _grid(**axes: Sequence) -> list[dict]:
+    out: list[dict] = [{}]
+    for name, values in axes.items():
+        out = [{**p, name: v} for v in values for p in out]
+    return out
+
+
+for _k in (2, 5, 10):
+    FUSIONS[f"adaptive-gap{_k}"] = (convex_adaptive_gap, _grid(alpha=ALPHAS, gamma=GAMMAS, k=[_k]))
+FUSIONS["adaptive-gap-k"] = (convex_adaptive_gap, _grid(alpha=ALPHAS, gamma=GAMMAS, k=[2, 5, 10]))  # k fitted too
+FUSIONS["adaptive-cosine"] = (convex_adaptive_cosine, _grid(alpha=ALPHAS, gamma=GAMMAS))
+FUSIONS["z-score"] = (convex_z, _grid(alpha=ALPHAS))
+FUSIONS["min-max"] = (convex_min_max, _grid(alpha=ALPHAS))
+FUSIONS["lexical-kth"] = (convex_lexical_kth, _grid(alpha=ALPHAS, k=[2, 5, 10, 20, 50]))
 
 
 # -- a small learned ranker (lab): session features, a linear model trained on pairs -------------
@@ -344,7 +504,67 @@ def cross_validate_learned(pools_by_dataset: dict[str, list[Pool]], n_folds: int
 
 # -- the report: every fusion, cross-validated, against the single channels ---------------------
 
-REPORTED = ("vectors-only", "bm25-only", "rrf", "convex", "convex-session", "shipped-convex")
+REPORTED = ("vectors-only", "bm25-only", "rrf", "convex", "convex-session", "shipped-convex",
+            "adaptive-gap2", "adaptive-gap5", "adaptive-gap10", "adaptive-gap-k", "adaptive-cosine",
+            "z-score", "min-max", "lexical-kth")
+
+
+PAIRED = (("shipped-convex", "adaptive-gap5"), ("bm25-only", "adaptive-gap5"))  # (A, B): B against A
+
+
+def out_of_sample(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any], name: str,
+                  n_folds: int = 5) -> dict[str, dict[str, dict[str, dict]]]:
+    """Each question's metrics as ``cross_validate`` scored it out of sample: setting ("cross",
+    "kfold") -> dataset -> question -> metrics, with the parameters fitted without it."""
+    fusion, _ = FUSIONS[name]
+    out: dict[str, dict[str, dict[str, dict]]] = {"cross": {}, "kfold": {}}
+    for d, pools in pools_by_dataset.items():
+        split = folds(pools, n_folds)
+        settings = {"kfold": [(p, report["kfold"][d]["params"][g]) for g, fold in enumerate(split) for p in fold]}
+        if d in report.get("cross_dataset", {}):
+            settings["cross"] = [(p, report["cross_dataset"][d]["params"]) for p in pools]
+        for setting, pairs in settings.items():
+            out[setting][d] = {p.qid: session_metrics(rank_sessions(p, fusion(p, params)), p.gold, p.n_sessions)
+                               for p, params in pairs}
+    return out
+
+
+def paired_report(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any], a: str, b: str) -> dict[str, Any]:
+    """B against A question by question, out of sample: per setting, dataset and target, the
+    questions B gained and lost and the sign test's p (NDCG@10: any difference counts)."""
+    from .report import sign_test
+
+    qa, qb = (out_of_sample(pools_by_dataset, report["fusions"][n], n) for n in (a, b))
+    result: dict[str, Any] = {}
+    for setting in qa:
+        for d in qa[setting]:
+            cells = {}
+            for t in TARGETS:
+                both = [(qa[setting][d][q][t], qb[setting][d][q][t]) for q in qa[setting][d]
+                        if qa[setting][d][q][t] is not None]
+                gained = sum(1 for x, y in both if y > x + 1e-12)
+                lost = sum(1 for x, y in both if y < x - 1e-12)
+                cells[t] = {"gained": gained, "lost": lost, "p": float(f"{sign_test(gained, lost):.3g}")}
+            result.setdefault(setting, {})[d] = cells
+    return result
+
+
+def question_weights(pools_by_dataset: dict[str, list[Pool]], params: dict) -> dict[str, dict[str, float]]:
+    """The dense weight ``convex_adaptive_gap`` gives each question: per dataset its mean and
+    10th / 50th / 90th percentiles, and the median lead of each channel."""
+    out = {}
+    for d, pools in pools_by_dataset.items():
+        weights, leads = [], []
+        for pool in pools:
+            dense_n, _, lexical_n, _ = _tmm(lists(pool, params.get("depth", DEPTH)))
+            leads.append((lead(dense_n, params["k"]), lead(lexical_n, params["k"])))
+            weights.append(adaptive_weight(params["alpha"], params["gamma"], *leads[-1]))
+        w, by_channel = np.array(weights), np.array(leads)
+        out[d] = {"mean": round(float(w.mean()), 4),
+                  **{f"p{q}": round(float(np.percentile(w, q)), 4) for q in (10, 50, 90)},
+                  "dense_lead_p50": round(float(np.median(by_channel[:, 0])), 4),
+                  "lexical_lead_p50": round(float(np.median(by_channel[:, 1])), 4)}
+    return out
 
 
 def load(paths: Sequence[str]) -> dict[str, list[Pool]]:
@@ -365,6 +585,10 @@ def fusion_report(pools_by_dataset: dict[str, list[Pool]], learned: bool = True)
         report["fusions"][name] = cross_validate(pools_by_dataset, name)
     if learned:
         report["fusions"]["learned-linear"] = cross_validate_learned(pools_by_dataset)
+    report["paired"] = {f"{b} vs {a}": paired_report(pools_by_dataset, report, a, b) for a, b in PAIRED
+                        if a in report["fusions"] and b in report["fusions"]}
+    if "adaptive-gap5" in report["fusions"]:
+        report["adaptive_weights"] = question_weights(pools_by_dataset, report["fusions"]["adaptive-gap5"]["fitted_on_all"])
     return report
 
 
@@ -385,5 +609,19 @@ def report_markdown(report: dict[str, Any]) -> str:
                 c = cross.get(t)
                 cells.append(f"{r['in_sample'][d][t]:.4f} / {'-' if c is None else f'{c:.4f}'} / {r['kfold'][d][t]:.4f}")
             lines.append(f"| {name} | {params} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for label, by_setting in report.get("paired", {}).items():
+        lines += [f"**{label}**, question by question out of sample (gained / lost, sign test p)", "",
+                  "| setting | dataset | " + " | ".join(TARGETS) + " |", "|---|---|" + "---|" * len(TARGETS)]
+        for setting, by_dataset in by_setting.items():
+            for d, cells in sorted(by_dataset.items()):
+                lines.append(f"| {setting} | {d} | " + " | ".join(
+                    f"+{c['gained']} / -{c['lost']} (p {c['p']:.3g})" for c in cells.values()) + " |")
+        lines.append("")
+    if "adaptive_weights" in report:
+        lines += ["**adaptive-gap5**: the dense weight each question gets (fitted on all), and the median leads", "",
+                  "| dataset | mean | p10 | p50 | p90 | dense lead p50 | lexical lead p50 |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {d} | " + " | ".join(f"{v:.3f}" for v in w.values()) + " |"
+                  for d, w in sorted(report["adaptive_weights"].items())]
         lines.append("")
     return "\n".join(lines)
