@@ -6,11 +6,22 @@ script asks, with no floor: the dataset's legitimate questions, its abstention q
 knows nothing about (benchmarks/data/offtopic_questions.txt, written before any score was
 seen; LongMemEval haystacks each get one, round-robin, so every off-topic question is asked 4
 times; every LoCoMo conversation gets all 60). It records the best dense cosine search saw
-(``Results.best_cosine``), one row per question, and derives the trade-off table from the rows:
-floor -> legitimate questions lost, abstention and off-topic questions answered with nothing.
+(``Results.best_cosine``) and the evidence floor's question-side signals (lexical coverage;
+``personal``: first/second person or a name the memory holds, vestige.read.floor), one row per
+question, and derives the cosine floor's trade-off table from the rows: floor -> legitimate
+questions lost, abstention and off-topic questions answered with nothing
+(``benchmarks/floor_cv.py`` cross-validates the evidence floor on the same rows).
 
     python benchmarks/floor.py --out benchmarks/floor_calibration            # both datasets
     python benchmarks/floor.py --check benchmarks/floor_calibration          # recompute the tables
+    python benchmarks/floor.py --personal locomo longmemeval --out benchmarks/floor_calibration
+    python benchmarks/floor.py --signals benchmarks/floor_calibration        # add the signals to rows
+
+``--personal`` asks the personal-sounding off-topic questions
+(benchmarks/data/offtopic_personal_questions.txt) into rows_personal.jsonl. ``--signals``
+re-reads only the lexical indexes (built with the instant hash embedder: an index does not
+depend on the embedder) to add the question-side signals to rows recorded before they existed,
+checking that each row's coverage comes out as recorded.
 
 The floor sits on the cosine, not on RRF scores, which carry only ranks.
 """
@@ -27,38 +38,42 @@ from tqdm import tqdm
 from vestige.bench.data import load_locomo, load_longmemeval
 from vestige.bench.runner import DEFAULT_CACHE, shared_chunker
 from vestige.memory import Memory
-from vestige import lexical
+from vestige.read import floor as floor_evidence
 from vestige.embed import get_embedder
 from vestige.embed.cache import EmbeddingCache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OFFTOPIC = Path(__file__).with_name("data") / "offtopic_questions.txt"
+PERSONAL = Path(__file__).with_name("data") / "offtopic_personal_questions.txt"
 FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.18])  # 0.18: MiniLM's chosen floor
 
 
-def offtopic_questions() -> list[str]:
-    lines = OFFTOPIC.read_text().splitlines()
+def offtopic_questions(path: Path = OFFTOPIC) -> list[str]:
+    lines = path.read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
 def _memory(haystack, chunker, cache) -> Memory:
-    memory = Memory(":memory:", chunker=chunker, embed_cache=cache, plan="split")
+    memory = Memory(":memory:", chunker=chunker, embed_cache=cache, plan="split", floor=None)
     memory.add_sessions(haystack.sessions, app="floor")
     return memory
 
 
-def _best(memory: Memory, question: str) -> float | None:
-    return memory.search(question, app="floor", k=1).best_cosine
+def _evidence(memory: Memory, question: str) -> dict:
+    """The evidence floor's question-side signals, as the library computes them from the
+    question and the memory's lexical index."""
+    held = lambda terms: memory.lexical.held("floor", terms)  # noqa: E731
+    return {"coverage": floor_evidence.coverage(question, held), "personal": floor_evidence.is_personal(question, held)}
 
 
-def _coverage(memory: Memory, question: str) -> float:
-    """Share of the question's distinct index terms that occur anywhere in the memory: a second
-    absolute signal, recorded for study (the floor itself reads only the cosine)."""
-    terms = sorted(set(lexical.analyze(question)))
-    if not terms:
-        return 0.0
-    found = sum(bool(memory.lexical.search("floor", [t], 1, lexical.K1, lexical.B)) for t in terms)
-    return found / len(terms)
+def _row(memory: Memory, dataset: str, row_id: str, kind: str, question: str) -> dict:
+    best = memory.search(question, app="floor", k=1).best_cosine
+    return {"dataset": dataset, "id": row_id, "kind": kind, "question": question, "best_cosine": best,
+            **_evidence(memory, question)}
+
+
+def _kind(question) -> str:
+    return "abstention" if question.abstention else "legitimate"
 
 
 def run(out: Path, limit: int | None) -> None:
@@ -70,23 +85,13 @@ def run(out: Path, limit: int | None) -> None:
     lme = load_longmemeval(str(DATA / "longmemeval_s_dev.json.gz"), limit)
     for i, haystack in enumerate(tqdm(lme, desc="longmemeval", unit="question")):
         memory = _memory(haystack, chunker, cache)
-        for q in haystack.questions:
-            kind = "abstention" if q.abstention else "legitimate"
-            rows.append({"dataset": "longmemeval", "id": q.qid, "kind": kind, "question": q.text,
-                         "best_cosine": _best(memory, q.text), "coverage": _coverage(memory, q.text)})
-        text = off[i % len(off)]
-        rows.append({"dataset": "longmemeval", "id": f"{haystack.questions[0].qid}:offtopic",
-                     "kind": "offtopic", "question": text, "best_cosine": _best(memory, text), "coverage": _coverage(memory, text)})
+        rows += [_row(memory, "longmemeval", q.qid, _kind(q), q.text) for q in haystack.questions]
+        rows.append(_row(memory, "longmemeval", f"{haystack.questions[0].qid}:offtopic", "offtopic", off[i % len(off)]))
         memory.close()
     for haystack in tqdm(load_locomo(str(DATA / "locomo_dev.json.gz"), limit), desc="locomo", unit="conversation"):
         memory = _memory(haystack, chunker, cache)
-        for q in haystack.questions:
-            kind = "abstention" if q.abstention else "legitimate"
-            rows.append({"dataset": "locomo", "id": q.qid, "kind": kind, "question": q.text,
-                         "best_cosine": _best(memory, q.text), "coverage": _coverage(memory, q.text)})
-        for j, text in enumerate(off):
-            rows.append({"dataset": "locomo", "id": f"{haystack.unit}:offtopic{j}", "kind": "offtopic",
-                         "question": text, "best_cosine": _best(memory, text), "coverage": _coverage(memory, text)})
+        rows += [_row(memory, "locomo", q.qid, _kind(q), q.text) for q in haystack.questions]
+        rows += [_row(memory, "locomo", f"{haystack.unit}:offtopic{j}", "offtopic", text) for j, text in enumerate(off)]
         memory.close()
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "rows.jsonl", "w") as f:
@@ -94,6 +99,77 @@ def run(out: Path, limit: int | None) -> None:
             f.write(json.dumps(row) + "\n")
     (out / "summary.md").write_text(render(table(rows)))
     print(render(table(rows)))
+
+
+def run_personal(out: Path, datasets: list[str], limit: int | None) -> None:
+    """The personal-sounding off-topic questions alone (``offtopic_personal`` rows, never fitted
+    on), asked as the impersonal ones are: one per LongMemEval haystack, round-robin (each
+    question about 8 times); all 30 of every LoCoMo conversation."""
+    embedder = get_embedder("minilm")
+    cache = EmbeddingCache(DEFAULT_CACHE)
+    chunker = shared_chunker(embedder, "split", "chunks")
+    personal = offtopic_questions(PERSONAL)
+    rows = []
+    if "locomo" in datasets:
+        for haystack in tqdm(load_locomo(str(DATA / "locomo_dev.json.gz"), limit), desc="locomo", unit="conversation"):
+            memory = _memory(haystack, chunker, cache)
+            rows += [_row(memory, "locomo", f"{haystack.unit}:personal{j}", "offtopic_personal", text)
+                     for j, text in enumerate(personal)]
+            memory.close()
+    if "longmemeval" in datasets:
+        lme = load_longmemeval(str(DATA / "longmemeval_s_dev.json.gz"), limit)
+        for i, haystack in enumerate(tqdm(lme, desc="longmemeval", unit="question")):
+            memory = _memory(haystack, chunker, cache)
+            rows.append(_row(memory, "longmemeval", f"{haystack.questions[0].qid}:personal", "offtopic_personal",
+                             personal[i % len(personal)]))
+            memory.close()
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "rows_personal.jsonl", "w") as f:
+        for row in sorted(rows, key=lambda r: (r["dataset"], r["id"])):
+            f.write(json.dumps(row) + "\n")
+
+
+def _signal_memory(haystack) -> Memory:
+    """The haystack's lexical index without vectors: the floor's question-side evidence reads
+    only the index, which does not depend on the embedder (the hash one is instant)."""
+    memory = Memory(":memory:", embedder="hash", plan="split", floor=None)
+    memory.add_sessions(haystack.sessions, app="floor")
+    return memory
+
+
+def _signals(memory: Memory, row: dict) -> dict:
+    evidence = _evidence(memory, row["question"])
+    # The same index the calibration run searched: its coverage is the one recorded.
+    assert abs(evidence["coverage"] - row["coverage"]) < 1e-12, (row["id"], evidence, row["coverage"])
+    return {**row, **evidence}
+
+
+def add_signals(folder: Path) -> None:
+    """Record the question-side evidence (``personal``) on every row of rows.jsonl and
+    rows_personal.jsonl, computed by the library's floor over each haystack's lexical index."""
+    files = [folder / name for name in ("rows.jsonl", "rows_personal.jsonl") if (folder / name).exists()]
+    tables = {path: [json.loads(line) for line in open(path)] for path in files}
+    by_haystack: dict[tuple[str, str], list[dict]] = {}
+    for rows in tables.values():
+        for row in rows:
+            unit = row["id"].split(":")[0]
+            by_haystack.setdefault((row["dataset"], unit), []).append(row)
+    done: dict[int, dict] = {}
+    haystacks = [("longmemeval", h, h.questions[0].qid) for h in load_longmemeval(str(DATA / "longmemeval_s_dev.json.gz"))]
+    haystacks += [("locomo", h, h.unit) for h in load_locomo(str(DATA / "locomo_dev.json.gz"))]
+    for dataset, haystack, unit in tqdm(haystacks, desc="signals", unit="haystack"):
+        rows = by_haystack.get((dataset, unit), [])
+        if not rows:
+            continue
+        memory = _signal_memory(haystack)
+        for row in rows:
+            done[id(row)] = _signals(memory, row)
+        memory.close()
+    for path, rows in tables.items():
+        assert all(id(row) in done for row in rows), f"{path}: rows of no dev haystack"
+        with open(path, "w") as f:
+            for row in rows:
+                f.write(json.dumps(done[id(row)]) + "\n")
 
 
 def table(rows: list[dict]) -> list[dict]:
@@ -133,5 +209,12 @@ if __name__ == "__main__":
     parser.add_argument("--out", type=Path, default=Path("benchmarks/floor_calibration"))
     parser.add_argument("--limit", type=int, help="Only the first N haystacks of each dataset.")
     parser.add_argument("--check", type=Path, help="Recompute the table of a finished run and compare.")
+    parser.add_argument("--personal", nargs="*", choices=["locomo", "longmemeval"],
+                        help="Ask only the personal-sounding off-topic questions (rows_personal.jsonl).")
+    parser.add_argument("--signals", type=Path, help="Add the question-side evidence to a finished run's rows.")
     args = parser.parse_args()
+    if args.signals:
+        sys.exit(add_signals(args.signals) or 0)
+    if args.personal:
+        sys.exit(run_personal(args.out, args.personal, args.limit) or 0)
     sys.exit(check(args.check) if args.check else run(args.out, args.limit) or 0)

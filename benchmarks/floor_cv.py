@@ -15,6 +15,18 @@ nothing, subject to no legitimate training question being lost. Three reports:
   never seen in fitting.
 
     python benchmarks/floor_cv.py --out benchmarks/floor_calibration/two_signal_cv.json
+
+``--evidence``: the shipped evidence floor (vestige.read.floor). The two-signal condition
+applies only to impersonal questions (``personal`` false in the rows); every question is
+answered down to a best cosine of 0.10 (not fitted). The conservative fit (shipped) chooses
+(b, c) so that no legitimate training question would be lost even without the personal
+exemption; ``--trust-exemption`` lets only the impersonal legitimate questions constrain it (not
+shipped: it loses legitimate questions out of sample). The personal-sounding off-topic rows
+(rows_personal.jsonl) are never fitted on; every report scores them under its own fit.
+
+    python benchmarks/floor_cv.py --evidence --out benchmarks/floor_calibration/evidence_floor_cv.json
+    python benchmarks/floor_cv.py --evidence --trust-exemption \
+        --out benchmarks/floor_calibration/evidence_floor_trusting_cv.json
 """
 
 from __future__ import annotations
@@ -39,7 +51,7 @@ def load(path: Path = ROWS) -> list[dict]:
 
 
 def fold_of(row: dict) -> int:
-    key = row["question"] if row["kind"] == "offtopic" else row["id"].split(":")[0]
+    key = row["question"] if row["kind"].startswith("offtopic") else row["id"].split(":")[0]
     return zlib.crc32(key.encode()) % FOLDS
 
 
@@ -97,12 +109,107 @@ def run(rows: list[dict]) -> dict:
     return out
 
 
+# -- the evidence floor (vestige.read.floor): the two-signal rule for impersonal questions -----
+
+PERSONAL_FLOOR = 0.10  # not fitted: under the short-fact case (0.151) by a 0.05 step
+PERSONAL_ROWS = ROWS.with_name("rows_personal.jsonl")
+
+
+def load_evidence(path: Path = ROWS) -> list[dict]:
+    """Legitimate, abstention and off-topic rows, each with its ``personal`` flag."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def evidence_empty(rows: list[dict], b: float, c: float, personal_floor: float = PERSONAL_FLOOR) -> np.ndarray:
+    """Which rows the evidence floor answers with nothing (vestige.read.floor.verdict)."""
+    x = np.array([[r["best_cosine"], r["coverage"], r["personal"]] for r in rows], dtype=float).reshape(-1, 3)
+    cos, cov, personal = x[:, 0], x[:, 1], x[:, 2] > 0
+    return (cos < personal_floor) | (~personal & empty(rows, b, c))
+
+
+def evidence_score(rows: list[dict], b: float, c: float, personal_floor: float = PERSONAL_FLOOR) -> dict:
+    out = {}
+    for kind, name in (("legitimate", "legitimate_lost"), ("abstention", "abstention_empty"),
+                       ("offtopic", "offtopic_empty"), ("offtopic_personal", "offtopic_personal_empty")):
+        members = [r for r in rows if r["kind"] == kind]
+        out[name] = int(evidence_empty(members, b, c, personal_floor).sum()) if members else 0
+        out[kind] = len(members)
+    return out
+
+
+def evidence_fit(rows: list[dict], conservative: bool = True) -> tuple[float, float]:
+    """(b, c) maximising off-topic emptiness, with no legitimate training question lost.
+
+    Conservative (shipped): no legitimate question would be lost even if the personal
+    exemption did not hold, so the thresholds lean on the ~1,400 legitimate questions and not
+    on the few impersonal ones. Otherwise only the impersonal legitimate questions constrain."""
+    legit = [r for r in rows if r["kind"] == "legitimate"]
+    off = [r for r in rows if r["kind"] == "offtopic"]
+    best, chosen = -1.0, (SHIPPED, 0.0)
+    for b in B_GRID:
+        for c in C_GRID:
+            lost = empty(legit, b, c) if conservative else evidence_empty(legit, b, c)
+            if not lost.any():
+                share = float(evidence_empty(off, b, c).mean())
+                if share > best + 1e-12:  # ties: the smaller b, then the smaller c (the grid order)
+                    best, chosen = share, (b, c)
+    return chosen
+
+
+def run_evidence(rows: list[dict], personal: list[dict], conservative: bool = True) -> dict:
+    """In sample, across datasets and 5 folds; the personal-sounding off-topic rows are never
+    fitted on: each report scores them under the thresholds that report fitted."""
+    rows = [r for r in rows if r["kind"] in ("legitimate", "abstention", "offtopic")]
+    datasets = sorted({r["dataset"] for r in rows})
+
+    def of(part: list[dict], ds: str) -> list[dict]:
+        return [r for r in part if r["dataset"] == ds]
+
+    out: dict = {"rule": f"nothing when best cosine < {PERSONAL_FLOOR}; otherwise, for a question neither in the "
+                         f"first/second person nor naming something the memory holds, when best cosine < {SHIPPED} "
+                         "or best cosine < b and lexical coverage < c",
+                 "fit": "conservative" if conservative else "impersonal legitimate questions only",
+                 "shipped_cosine_only": {ds: {**score(of(rows, ds), SHIPPED, 0.0),
+                                              **_personal_cosine_only(of(personal, ds))} for ds in datasets}}
+    b, c = evidence_fit(rows, conservative)
+    out["in_sample"] = {"b": b, "c": c, **{ds: evidence_score(of(rows, ds) + of(personal, ds), b, c) for ds in datasets}}
+    out["in_sample_personal_floor_0.15"] = {ds: evidence_score(of(rows, ds) + of(personal, ds), b, c, 0.15)
+                                            for ds in datasets}
+    out["cross_dataset"] = {}
+    for ds in datasets:
+        b, c = evidence_fit([r for r in rows if r["dataset"] != ds], conservative)
+        out["cross_dataset"][ds] = {"b": b, "c": c, **evidence_score(of(rows, ds) + of(personal, ds), b, c)}
+    folds, per = [], {ds: [] for ds in datasets}
+    for k in range(FOLDS):
+        b, c = evidence_fit([r for r in rows if fold_of(r) != k], conservative)
+        test = [r for r in rows + personal if fold_of(r) == k]
+        folds.append({"fold": k, "b": b, "c": c, **evidence_score(test, b, c)})
+        for ds in datasets:
+            per[ds].append(evidence_score(of(test, ds), b, c))
+    keys = [k for k in folds[0] if k not in ("fold", "b", "c")]
+    out["five_fold"] = {"folds": folds, **{ds: pooled(parts) for ds, parts in per.items()},
+                        "all": pooled([{k: f[k] for k in keys} for f in folds])}
+    return out
+
+
+def _personal_cosine_only(personal: list[dict]) -> dict:
+    cut = sum(1 for r in personal if r["best_cosine"] < SHIPPED)
+    return {"offtopic_personal_empty": cut, "offtopic_personal": len(personal)} if personal else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=Path, default=ROWS)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--evidence", action="store_true", help="The evidence floor (personal exemption) instead.")
+    parser.add_argument("--trust-exemption", action="store_true",
+                        help="Evidence floor fitted on the impersonal legitimate questions only (not shipped).")
     args = parser.parse_args(argv)
-    result = run(load(args.rows))
+    if args.evidence:
+        personal = load_evidence(PERSONAL_ROWS) if PERSONAL_ROWS.exists() else []
+        result = run_evidence(load_evidence(args.rows), personal, conservative=not args.trust_exemption)
+    else:
+        result = run(load(args.rows))
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")

@@ -64,3 +64,46 @@ def test_two_signal_floor_study_rederives_from_the_rows():
     # What the study says, in the terms BENCHMARKS.md quotes.
     assert result["five_fold"]["all"]["legitimate_lost"] > 0
     assert result["in_sample"]["locomo"]["legitimate_lost"] == result["in_sample"]["longmemeval"]["legitimate_lost"] == 0
+
+
+def _cv_script():
+    spec = importlib.util.spec_from_file_location("floor_cv", ROOT / "benchmarks" / "floor_cv.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_sample():
+    """The committed cross-validation of the shipped evidence floor is what the rows give; no
+    report loses a legitimate question, and the library's thresholds are its in-sample fit."""
+    from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+
+    module = _cv_script()
+    folder = ROOT / "benchmarks" / "floor_calibration"
+    rows, personal = module.load_evidence(), module.load_evidence(module.PERSONAL_ROWS)
+    assert personal and all(r["kind"] == "offtopic_personal" for r in personal)
+    result = module.run_evidence(rows, personal)
+    assert result == json.loads((folder / "evidence_floor_cv.json").read_text())
+    trusting = module.run_evidence(rows, personal, conservative=False)
+    assert trusting == json.loads((folder / "evidence_floor_trusting_cv.json").read_text())
+    reports = [*result["in_sample"].values(), *result["cross_dataset"].values(), result["five_fold"]["all"]]
+    assert all(r["legitimate_lost"] == 0 for r in reports if isinstance(r, dict))
+    shipped = MiniLMOnnxEmbedder.evidence_floor
+    assert (shipped.weak_cosine, shipped.coverage) == (result["in_sample"]["b"], result["in_sample"]["c"])
+    assert (shipped.cosine, shipped.personal) == (module.SHIPPED, module.PERSONAL_FLOOR)
+
+
+def test_the_studys_rule_is_the_librarys():
+    """floor_cv.evidence_empty (on recorded signals) answers as vestige.read.floor.verdict does."""
+    from vestige.read.floor import Floor, verdict
+
+    module = _cv_script()
+    floor = Floor(module.SHIPPED, module.PERSONAL_FLOOR, 0.25, 0.70)
+    impersonal = "Which river flows through Ljubljana?"  # 4 terms, "ljubljana" a name
+    for cosine in (0.05, 0.12, 0.17, 0.2, 0.24, 0.3):
+        for question, personal in (("Where do I live?", True), (impersonal, False)):
+            for held in range(5):
+                row = {"best_cosine": cosine, "coverage": held / 4, "personal": personal}
+                count = (lambda k: lambda terms: 0 if terms == ["ljubljana"] else k)(held)
+                expected = verdict(floor, cosine, question, count) is not None
+                assert bool(module.evidence_empty([row], 0.25, 0.70)[0]) == expected, (cosine, question, held)

@@ -16,6 +16,7 @@ from .errors import (
     VestigeError,
 )
 from .memory import IngestReport, Memory
+from .read.floor import Floor
 from .read.search import Results
 from .store import Store, open_store
 from .types import Chunk, Hit, Message
@@ -30,6 +31,7 @@ __all__ = [
     "Chunk",
     "Message",
     "Results",
+    "Floor",
     "SessionInput",
     "IngestReport",
     "VestigeError",

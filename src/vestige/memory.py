@@ -24,6 +24,7 @@ from .embed.cache import EmbeddingCache
 from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, UnknownApp
 from .keys import KeyStore
 from .lexical import LexicalChannel
+from .read.floor import Floor
 from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
@@ -86,7 +87,7 @@ class Memory:
         embed_cache: str | os.PathLike[str] | EmbeddingCache | None = None,
         reranker: Reranker | str | None = settings.RERANKER,
         rerank_depth: int = settings.RERANK_DEPTH,
-        floor: float | str | None = settings.FLOOR,
+        floor: float | str | Floor | None = settings.FLOOR,
         create: bool = True,
         chunker: Chunker | None = None,
         dense: str = "auto",
@@ -166,14 +167,21 @@ class Memory:
             )
         return resolved, recorded_plan
 
-    def _floor(self, floor: float | str | None) -> float | None:
-        if floor == "auto":  # the embedder's calibrated floor, if it has one
-            return getattr(self.embedder, "relevance_floor", None)
-        if floor is None:
-            return None
+    def _floor(self, floor: float | str | Floor | None) -> Floor | None:
+        """"auto": the embedder's evidence floor, else its cosine floor; "cosine": its cosine
+        floor alone (the floor before it read the question and the lexical index); a number: a
+        cosine-only floor there; a Floor as given; None: no floor."""
+        if floor == "auto" or floor == "cosine":
+            evidence = getattr(self.embedder, "evidence_floor", None)
+            if floor == "auto" and evidence is not None:
+                return evidence
+            cosine = getattr(self.embedder, "relevance_floor", None)
+            return None if cosine is None else Floor(float(cosine))
+        if floor is None or isinstance(floor, Floor):
+            return floor
         if isinstance(floor, bool) or not isinstance(floor, (int, float)):
-            raise ConfigError(f"floor must be a cosine, None or 'auto', got {floor!r}")
-        return float(floor)
+            raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {floor!r}")
+        return Floor(float(floor))
 
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:

@@ -18,7 +18,7 @@ RERANK_DEPTH = 50  # the second stage re-reads this many fused candidates
 # The model-free second stage, its time signal only: over the convex fusion the names signal
 # no longer paid (BM25 already weighs a rare name); chosen in every fold (BENCHMARKS.md, "Fusion").
 RERANKER = "evidence:time"
-FLOOR = "auto"  # the embedder's calibrated relevance floor
+FLOOR = "auto"  # the embedder's calibrated relevance floor (its evidence floor if it has one)
 BM25_K1, BM25_B = K1, B
 FUSION = "convex"  # convex combination of normalised channel scores (vestige.read.fusion); or "rrf", "adaptive"
 FUSION_RRF_K = RRF_K

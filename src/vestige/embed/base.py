@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import InvalidInput
+from ..read.floor import Floor
 
 
 class Embedder(ABC):
@@ -25,9 +26,12 @@ class Embedder(ABC):
     #: Tokens the window spends on special tokens ([CLS], [SEP]).
     special_tokens: int = 2
     batch_size: int = 32
-    #: Best cosine under which search answers "nothing relevant" (``Memory(floor="auto")``).
+    #: Best cosine under which search answers "nothing relevant" (``Memory(floor="cosine")``).
     #: Calibrated per model on real data; None: this model has no calibrated floor.
     relevance_floor: float | None = None
+    #: The floor that also reads the question and the lexical index (``Memory(floor="auto")``,
+    #: vestige.read.floor); None: this model has none, "auto" takes ``relevance_floor``.
+    evidence_floor: Floor | None = None
 
     @property
     def window(self) -> int:

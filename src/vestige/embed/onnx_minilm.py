@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MissingDependency
+from ..read.floor import Floor
 from .base import Embedder
 
 # No network, no files outside the database's folder. onnxruntime 1.29+ wheels start Microsoft's
@@ -44,6 +45,12 @@ class MiniLMOnnxEmbedder(Embedder):
     # questions (view split, both LoCoMo speakers embedded); it answers 58% of off-topic
     # questions with nothing (benchmarks/floor.py). Was 0.19 before LoCoMo's speaker B was embedded.
     relevance_floor = 0.18
+    # The evidence floor (vestige.read.floor): personal questions down to 0.10, under the short
+    # fact "Where do I live?" / "The user moved to Lisbon in March 2024." (0.151) by a 0.05 step;
+    # impersonal ones need 0.18, and under 0.25 the memory holding 70% of their terms: (0.25,
+    # 0.70) fitted with no legitimate dev question lost, none lost out of sample either
+    # (benchmarks/floor_cv.py, BENCHMARKS.md "Relevance floor").
+    evidence_floor = Floor(cosine=0.18, personal=0.10, weak_cosine=0.25, coverage=0.70)
 
     def __init__(self, model_path: str | Path | None = None, threads: int | None = None):
         try:

@@ -198,6 +198,17 @@ class LexicalChannel:
                 done.set_exception(exc)
             return done
 
+    def held(self, app: str, terms: Sequence[str]) -> int | None:
+        """How many of the distinct terms occur anywhere in the app (the relevance floor's
+        evidence); None when the index is not complete and current."""
+        unique = sorted(set(terms))
+        read = self.store.read_postings(app, unique)
+        if read.version is None:
+            return 0
+        if status_reason(read.stats, len(self._doc_lengths(app, read.version).ids)):
+            return None
+        return sum(1 for rows in read.blocks.values() if any(data for _, data in rows))
+
     def search(self, app: str, terms: Sequence[str], depth: int, k1: float = K1, b: float = B,
                allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """Top chunks by BM25, best first; raises LexicalUnavailable when the index is not complete."""

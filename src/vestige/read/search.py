@@ -22,6 +22,7 @@ from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
 from ..vectors import DenseIndex, ExactDenseIndex
 from ..errors import ConfigError
+from .floor import Floor, verdict
 from .fusion import FUSIONS, Fused, adaptive, convex, rrf
 
 log = logging.getLogger("vestige")
@@ -37,7 +38,7 @@ class SearchSettings:
     b: float = settings.BM25_B
     lexical: bool = True  # False: the vector-only ranking, byte for byte
     rerank_depth: int = settings.RERANK_DEPTH  # the second stage re-reads this many fused candidates
-    floor: float | None = None  # best cosine under this: nothing is relevant, answer nothing
+    floor: Floor | None = None  # the relevance floor (vestige.read.floor): may answer nothing
     # The plan indexes some text twice (views "both", "split-apart", "...+turns"): every
     # candidate of the pool is fetched at once, so a hit merges the best ranks of all its copies
     # there. Otherwise rows are fetched only as far as the hits need (most searches read k rows).
@@ -123,12 +124,19 @@ def run_search(
         raise
     notes: list[str] = []
     best_cosine = dense[0][1] if dense else None
-    # An absolute floor can say "nothing": RRF scores carry only ranks, so it reads the cosine.
+    # An absolute floor can say "nothing": fused scores are normalised per query, so it reads
+    # the cosine, the question's form and the lexical index's vocabulary (vestige.read.floor).
     # With no vectors at all (nothing dense stored) there is no evidence either way: no floor.
-    if settings.floor is not None and best_cosine is not None and best_cosine < settings.floor:
-        _abandon(lexical_job)
-        notes.append(f"nothing relevant: best cosine {best_cosine:.3f} is under the floor {settings.floor}")
-        return Results([], notes, best_cosine)
+    if settings.floor is not None and best_cosine is not None:
+        # The lexical kill switch leaves the index unread here too: the floor reads no coverage.
+        # Terms are looked up in the whole app, a metadata filter's part or not.
+        held = (lambda terms: channels.lexical.held(app, terms)) if settings.lexical else (lambda terms: None)
+        # A follow-up is judged with its previous turn, as both channels read it.
+        why = verdict(settings.floor, best_cosine, texts[-1], held)
+        if why is not None:
+            _abandon(lexical_job)
+            notes.append(f"nothing relevant: {why}")
+            return Results([], notes, best_cosine)
     lexical_ranking: list[tuple[int, float]] | None = None
     if lexical_job is not None:
         try:

@@ -1,0 +1,110 @@
+"""The relevance floor: when search answers "nothing relevant", from absolute evidence.
+
+Fused scores are normalised per query (the best is always near 1), so they cannot say
+"nothing". The floor reads three absolute signals instead:
+
+- the best dense cosine of any chunk;
+- whether the question is about someone the memory knows: it speaks in the first or second
+  person ("Where do I live?", "What did you recommend?"), or names something the memory's
+  lexical index holds ("When did Caroline ...?", Caroline being in the memory);
+- the lexical coverage: the share of the question's index terms found anywhere in the memory.
+
+A personal question may match its answer with a low cosine ("Where do I live?" against "The
+user moved to Lisbon in March 2024.": 0.151, no shared term), so it has a lower floor. An
+impersonal question ("What is the melting point of tungsten?") is what a personal memory is
+least likely to hold: it needs the cosine floor, and a weak best cosine must be backed by
+the memory holding most of its terms. Thresholds are per model (the embedder's
+``evidence_floor``), fitted by cross-validation on the dev data (BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..lexical.analyze import analyze
+from .query import proper_nouns
+
+#: The words of a question about the user or the assistant (analyzer terms: "I'm" -> "i", "m").
+PERSONAL_WORDS = frozenset(
+    "i me my mine myself we us our ours ourselves you your yours yourself yourselves".split()
+)
+
+#: How many of some terms the memory's lexical index holds; None when there is no usable index.
+Held = Callable[[Sequence[str]], "int | None"]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """Under what evidence search answers nothing.
+
+    ``cosine`` alone is the cosine-only floor. With ``personal``, ``weak_cosine`` and
+    ``coverage`` set, it is the evidence floor: a personal question is answered down to
+    ``personal``; an impersonal one needs ``cosine``, and under ``weak_cosine`` also a
+    lexical coverage of at least ``coverage``.
+    """
+
+    cosine: float
+    personal: float | None = None
+    weak_cosine: float | None = None
+    coverage: float | None = None
+
+    @property
+    def reads_evidence(self) -> bool:
+        return self.personal is not None and self.weak_cosine is not None and self.coverage is not None
+
+    def cosine_only(self) -> Floor:
+        return Floor(self.cosine)
+
+
+def speaks_in_person(question: str) -> bool:
+    """First or second person: the question is about the user or the conversation."""
+    return not PERSONAL_WORDS.isdisjoint(analyze(question, keep_stopwords=True))
+
+
+def names(question: str) -> list[str]:
+    """The index terms of the names a question uses (one-letter pieces, like the "s" of
+    "Lovelace's", are not names)."""
+    return [term for term in proper_nouns(question) if len(term) > 1]
+
+
+def is_personal(question: str, held: Held) -> bool:
+    """About someone the memory knows: first or second person, or a name the memory holds."""
+    if speaks_in_person(question):
+        return True
+    named = names(question)
+    return bool(named) and bool(held(named))
+
+
+def coverage(question: str, held: Held) -> float | None:
+    """Share of the question's distinct index terms held anywhere in the memory (0 for a
+    question with none); None when there is no usable lexical index."""
+    terms = sorted(set(analyze(question)))
+    if not terms:
+        return 0.0
+    found = held(terms)
+    return None if found is None else found / len(terms)
+
+
+def verdict(floor: Floor, best_cosine: float, question: str, held: Held) -> str | None:
+    """Why search should answer nothing, or None to answer. ``held`` is only called when the
+    cosine alone does not decide (most questions above the floors read no index at all)."""
+    if not floor.reads_evidence:
+        if best_cosine < floor.cosine:
+            return f"best cosine {best_cosine:.3f} is under the floor {floor.cosine}"
+        return None
+    assert floor.personal is not None and floor.weak_cosine is not None and floor.coverage is not None
+    if best_cosine >= max(floor.cosine, floor.weak_cosine):
+        return None
+    if best_cosine < floor.personal:
+        return f"best cosine {best_cosine:.3f} is under the floor {floor.personal}"
+    if is_personal(question, held):
+        return None
+    if best_cosine < floor.cosine:
+        return f"best cosine {best_cosine:.3f} is under the floor {floor.cosine} for an impersonal question"
+    share = coverage(question, held)
+    # Without a lexical index there is no coverage to read: the cosine floor has been passed.
+    if share is not None and share < floor.coverage:
+        return (f"best cosine {best_cosine:.3f} is under {floor.weak_cosine} and the memory holds "
+                f"{share:.0%} of an impersonal question's terms (under {floor.coverage:.0%})")
+    return None
