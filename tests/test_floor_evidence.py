@@ -7,14 +7,16 @@ import pytest
 
 from vestige import Memory
 from vestige.errors import ConfigError
+from vestige.lexical import analyze, stem
 from vestige.read.floor import Floor, coverage, is_personal, names, speaks_in_person, verdict
 
 FLOOR = Floor(cosine=0.18, personal=0.10, weak_cosine=0.25, coverage=0.70)
 
 
 def holding(*vocabulary: str):
-    """A stand-in for the lexical index: how many of the terms it holds."""
-    return lambda terms: sum(term in vocabulary for term in set(terms))
+    """A stand-in for the lexical index of these words: how many of the terms (stems) it holds."""
+    held = {stem(word) for word in vocabulary}
+    return lambda terms: sum(term in held for term in set(terms))
 
 
 def no_index(terms):
@@ -28,11 +30,17 @@ def never_read(terms):
 def test_person_and_names_are_read_from_the_question():
     assert speaks_in_person("Where do I live?") and speaks_in_person("What did you recommend?")
     assert speaks_in_person("I'm moving, where to?") and not speaks_in_person("What is the capital of Mongolia?")
-    assert names("Who was Ada Lovelace's father?") == ["ada", "lovelace"]  # not the "s" of "'s"
+    assert names("Who was Ada Lovelace's father?") == ["ada", "lovelac"]  # stems; not the "s" of "'s"
     assert is_personal("When did Caroline paint a sunrise?", holding("caroline", "sunrise"))
     assert not is_personal("Which river flows through Ljubljana?", holding("river"))
     assert coverage("Which river flows through Ljubljana?", holding("river")) == 0.25  # of 4 terms
     assert coverage("What is it?", holding()) == 0.0 and coverage("Which river?", no_index) is None
+
+
+def test_every_personal_word_is_read_through_the_stemming_analyzer():
+    # The analyzer stems ("yourselves" -> "yourselv"): the word list must meet its terms.
+    for word in "I me my mine myself we us our ours ourselves you your yours yourself yourselves".split():
+        assert speaks_in_person(f"Did {word} keep the receipt?"), word
 
 
 def test_short_personal_fact_is_answered_where_the_cosine_floor_said_nothing():
@@ -70,7 +78,7 @@ def test_search_reads_the_memorys_own_index(tmp_path):
     memory = Memory(tmp_path / "m.sqlite", embedder="hash", floor=Floor(0.99, personal=-1.0, weak_cosine=1.0,
                                                                           coverage=0.5))
     memory.add_session([{"role": "user", "content": "Caroline adopted a greyhound called Pixel."}], app="a")
-    assert memory.lexical.held("a", ["caroline", "pixel", "tungsten"]) == 2
+    assert memory.lexical.held("a", analyze("caroline pixel tungsten")) == 2
     assert memory.search("When did Caroline adopt the dog?", app="a")  # a name the memory holds
     empty = memory.search("Which element is tungsten?", app="a")
     assert list(empty) == [] and "impersonal" in empty.notes[0]

@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..lexical.analyze import analyze
+from ..lexical.analyze import analyze, stem
 from .query import proper_nouns
 
-#: The words of a question about the user or the assistant (analyzer terms: "I'm" -> "i", "m").
+#: The words of a question about the user or the assistant, as the analyzer gives them
+#: ("I'm" -> "i", "m"; stems: "yourselves" -> "yourselv").
 PERSONAL_WORDS = frozenset(
-    "i me my mine myself we us our ours ourselves you your yours yourself yourselves".split()
+    stem(word) for word in "i me my mine myself we us our ours ourselves you your yours yourself yourselves".split()
 )
 
 #: How many of some terms the memory's lexical index holds; None when there is no usable index.
