@@ -20,7 +20,7 @@ RERANK_DEPTH = 50  # the second stage re-reads this many fused candidates
 RERANKER = "evidence:time"
 FLOOR = "auto"  # the embedder's calibrated relevance floor (its evidence floor if it has one)
 BM25_K1, BM25_B = K1, B
-FUSION = "convex"  # convex combination of normalised channel scores (vestige.read.fusion); or "rrf", "adaptive"
+FUSION = "convex"  # convex combination of normalised channel scores (vestige.read.fusion); or "rrf"
 FUSION_RRF_K = RRF_K
 # The dense channel's weight in the convex fusion, chosen by cross-validation across both dev
 # sets (BENCHMARKS.md, "Fusion"); the lexical channel gets the rest.

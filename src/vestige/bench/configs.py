@@ -60,11 +60,6 @@ CONFIGS: dict[str, BenchConfig] = {
                 "by Reciprocal Rank Fusion (k = 60)"),
         replace(_DEFAULT, name="fused-only", reranker=None,
                 description="the default without its second stage: the convex fusion's own order"),
-        replace(_DEFAULT, name="adaptive", fusion="adaptive",
-                description="the default with the adaptive fusion (an option): the dense weight chosen per "
-                "question by each channel's lead of its best over its 5th best (base 0.9)"),
-        replace(_DEFAULT, name="adaptive-fused-only", fusion="adaptive", reranker=None,
-                description="the adaptive fusion's own order, no second stage"),
         replace(_DEFAULT, name="second-stage-names-time", reranker="evidence",
                 description="the default with both signals of the evidence second stage (names and time)"),
         replace(_DEFAULT, name="vectors-only", channel="dense", reranker=None,

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from ..read.fusion import adaptive_weight, lead
 from .metrics import session_metrics
 
 TARGETS = ("r_any@1", "r_any@5", "r_any@10", "ndcg@10")
@@ -311,10 +310,29 @@ def _tmm(ls: Lists) -> tuple[np.ndarray, float, np.ndarray, float]:
     return dense_n, 0.0, lexical_n, 0.0
 
 
+def lead(normalised: np.ndarray, k: int) -> float:
+    """How far a channel's best is ahead of its k-th best (its last if it lists fewer), in its
+    normalised scores (best first, the best 1 unless the channel scored nothing); 0 if empty."""
+    if not len(normalised):
+        return 0.0
+    return float(normalised[0] - normalised[min(k, len(normalised)) - 1])
+
+
+def adaptive_weight(base_weight: float, gamma: float, dense_lead: float, lexical_lead: float) -> float:
+    """The question's dense weight: each channel's base weight times its lead ** gamma, as a share
+    of the two (gamma 0, or a base weight of 0 or 1: the base weight itself). A lead of 0 counts
+    as 1e-6, so a channel with no lead keeps a trace of its weight rather than a division by 0."""
+    if gamma == 0 or base_weight in (0.0, 1.0):
+        return base_weight
+    dense_w = base_weight * max(dense_lead, 1e-6) ** gamma
+    lexical_w = (1.0 - base_weight) * max(lexical_lead, 1e-6) ** gamma
+    return dense_w / (dense_w + lexical_w)
+
+
 def convex_adaptive_gap(pool: Pool, params: dict) -> np.ndarray:
     """The shipped convex fusion with a per-question weight: ``alpha`` tilted toward the channel
-    whose best leads its k-th best by more (``vestige.read.fusion.lead``), by ``gamma``
-    (``vestige.read.fusion.adaptive``, whose defaults are the fit on both datasets)."""
+    whose best leads its k-th best by more (``lead``), by ``gamma`` (measured, not shipped:
+    on stemmed pools it no longer beats the convex fusion across datasets; BENCHMARKS.md)."""
     ls = lists(pool, params.get("depth", DEPTH))
     dense_n, dense_floor, lexical_n, lexical_floor = _tmm(ls)
     k = params["k"]

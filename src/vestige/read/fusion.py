@@ -13,20 +13,11 @@ given that list's last score (the most it could have); missing from a list that 
 scored nothing there (no vector, or no query term): the channel's floor.
 
 RRF (Cormack, Clarke & Buettcher, SIGIR 2009): sum over channels of 1 / (k + rank), k = 60.
-
-Adaptive (a named option, issue 9): the convex fusion with a weight chosen per question. Each
-channel's *lead* is how far its best chunk is ahead of its k-th best in its normalised units
-(1 - the k-th's normalised score, k = 5); the question's dense weight is
-``a * lead_d ** g / (a * lead_d ** g + (1 - a) * lead_l ** g)`` with a = 0.9, g = 0.5, fitted
-by the fusion lab (BENCHMARKS.md, "A weight that follows the decisive channel"): a channel
-whose top stands out counts for more on that question. Unlike the plain convex fusion it does
-not keep the property above for every chunk: raising a chunk that is among a channel's top k
-(not its best) narrows that channel's lead, so the weight moves away from that channel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -34,12 +25,7 @@ from ..ranking import Ranking
 
 RRF_K = 60
 COSINE_FLOOR = -1.0  # the least a cosine can be: the dense channel's theoretical minimum
-FUSIONS = ("convex", "rrf", "adaptive")
-# The adaptive fusion's base dense weight, exponent and lead depth, cross-validated by the fusion
-# lab on both dev sets (BENCHMARKS.md, "A weight that follows the decisive channel").
-ADAPTIVE_DENSE_WEIGHT = 0.9
-ADAPTIVE_GAMMA = 0.5
-ADAPTIVE_K = 5
+FUSIONS = ("convex", "rrf")
 
 Fused = list[tuple[int, float, dict[str, int | None]]]
 
@@ -126,45 +112,6 @@ def convex(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, floa
     """
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError(f"the dense weight must be in [0, 1], got {dense_weight}")
-    return _weighted(dense, lexical, lambda dense_n, lexical_n: dense_weight, depth, limit)
-
-
-def lead(normalised: np.ndarray, k: int) -> float:
-    """How far a channel's best is ahead of its k-th best (its last if it lists fewer), in its
-    normalised scores (best first, the best 1 unless the channel scored nothing); 0 if empty."""
-    if not len(normalised):
-        return 0.0
-    return float(normalised[0] - normalised[min(k, len(normalised)) - 1])
-
-
-def adaptive_weight(base_weight: float, gamma: float, dense_lead: float, lexical_lead: float) -> float:
-    """The question's dense weight: each channel's base weight times its lead ** gamma, as a share
-    of the two (gamma 0, or a base weight of 0 or 1: the base weight itself). A lead of 0 counts
-    as 1e-6, so a channel with no lead keeps a trace of its weight rather than a division by 0."""
-    if gamma == 0 or base_weight in (0.0, 1.0):
-        return base_weight
-    dense_w = base_weight * max(dense_lead, 1e-6) ** gamma
-    lexical_w = (1.0 - base_weight) * max(lexical_lead, 1e-6) ** gamma
-    return dense_w / (dense_w + lexical_w)
-
-
-def adaptive(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]], depth: int,
-             limit: int | None = None, base_weight: float = ADAPTIVE_DENSE_WEIGHT, gamma: float = ADAPTIVE_GAMMA,
-             k: int = ADAPTIVE_K) -> Fused:
-    """The convex fusion with the dense weight chosen per question by the channels' leads
-    (``adaptive_weight``): same lists in, same kind of result out as ``convex``."""
-    if not 0.0 <= base_weight <= 1.0 or gamma < 0 or k < 1:
-        raise ValueError(f"adaptive fusion needs a base weight in [0, 1], gamma >= 0 and k >= 1, "
-                         f"got {base_weight}, {gamma}, {k}")
-    return _weighted(
-        dense, lexical,
-        lambda dense_n, lexical_n: adaptive_weight(base_weight, gamma, lead(dense_n, k), lead(lexical_n, k)),
-        depth, limit)
-
-
-def _weighted(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]],
-              weight_of: Callable[[np.ndarray, np.ndarray], float], depth: int, limit: int | None) -> Fused:
-    """``convex``'s body: ``weight_of(dense normalised, lexical normalised)`` gives the dense weight."""
     dense_ids, dense_raw = _columns(dense)
     lexical_ids, lexical_raw = _columns(lexical)
     if not len(dense_ids) and not len(lexical_ids):
@@ -185,7 +132,6 @@ def _weighted(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, f
     union = union[np.concatenate(([True], union[1:] != union[:-1]))] if len(union) else union
     dense_rank, dense_value = _placed(dense_ids, union, dense_n, dense_missing)
     lexical_rank, lexical_value = _placed(lexical_ids, union, lexical_n, lexical_missing)
-    dense_weight = weight_of(dense_n, lexical_n)
     fused = dense_weight * dense_value + (1.0 - dense_weight) * lexical_value
     best_rank = np.where(dense_rank == 0, lexical_rank,
                          np.where(lexical_rank == 0, dense_rank, np.minimum(dense_rank, lexical_rank)))

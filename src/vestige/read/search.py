@@ -23,7 +23,7 @@ from ..types import Hit
 from ..vectors import DenseIndex, ExactDenseIndex
 from ..errors import ConfigError
 from .floor import Floor, verdict
-from .fusion import FUSIONS, Fused, adaptive, convex, rrf
+from .fusion import FUSIONS, Fused, convex, rrf
 
 log = logging.getLogger("vestige")
 
@@ -31,8 +31,8 @@ log = logging.getLogger("vestige")
 @dataclass(frozen=True)
 class SearchSettings:
     depth: int = settings.DEPTH  # each channel ranks this deep, well beyond the budget
-    fusion: str = settings.FUSION  # "convex" | "rrf" | "adaptive"
-    dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share (adaptive: its own)
+    fusion: str = settings.FUSION  # "convex" | "rrf"
+    dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share
     rrf_k: int = settings.FUSION_RRF_K
     k1: float = settings.BM25_K1
     b: float = settings.BM25_B
@@ -197,8 +197,6 @@ def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float
     """The first ``pool`` of the fused ranking."""
     if settings.fusion == "rrf":
         return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    if settings.fusion == "adaptive":
-        return adaptive(dense, lexical_ranking, depth, limit=pool)
     return convex(dense, lexical_ranking, settings.dense_weight, depth, limit=pool)
 
 
