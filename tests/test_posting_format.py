@@ -188,7 +188,10 @@ def _to_unstemmed_index(path: Path) -> None:
     conn.close()
 
 
-def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_path: Path) -> None:
+def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    from vestige.lexical.postings import RESTEM_NOTICE
+
     path = tmp_path / "m.sqlite"
     with Memory(path, embedder="hash") as mem:
         mem.add_fact("Caroline adopted two dogs last spring", app="a")
@@ -199,14 +202,32 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_pa
     current = _postings_by_term(path)
     _to_unstemmed_index(path)
     assert _postings_by_term(path) != current
-    with Memory(path, embedder="hash") as mem:
+    with caplog.at_level("WARNING", logger="vestige"), Memory(path, embedder="hash") as mem:
         assert mem.lexical.status("a") is None and mem.lexical.status("b") is None
         after = {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)] for q in fresh}
         # "adopting" finds "adopted" only through the stems the migration wrote.
-        lexical_only = mem.lexical.search("a", lexical.analyze("adopting"), 5)
-        assert len(lexical_only) == 1
+        assert len(mem.lexical.search("a", lexical.analyze("adopting"), 5)) == 1
+    assert RESTEM_NOTICE in caplog.text
     assert after == fresh
     assert _postings_by_term(path) == current  # term ids are new; terms and postings the same
     conn = sqlite3.connect(path)
     assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
     conn.close()
+
+
+def test_dropping_a_term_probes_the_postings_primary_key(tmp_path: Path) -> None:
+    """Regression: the plan scanned every posting row once per term dropped, so a reindex or a
+    migration of a 100k-chunk file ran for minutes."""
+    from vestige.store.sqlite.postings import DROP_UNUSED_TERM
+
+    path = tmp_path / "m.sqlite"
+    with Memory(path, embedder="hash") as mem:
+        for i in range(30):
+            mem.add_fact(f"fact number {i} about cats and tuna n{i}", app="a" if i % 2 else "b")
+    conn = sqlite3.connect(path)
+    try:
+        plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + DROP_UNUSED_TERM, (1, 1))]
+    finally:
+        conn.close()
+    assert any("SEARCH p USING PRIMARY KEY (app_id=? AND term_id=?)" in step for step in plan), plan
+    assert not any(step.startswith("SCAN p") for step in plan), plan

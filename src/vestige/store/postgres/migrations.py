@@ -10,12 +10,15 @@ with the schema the extension lives in.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
-from ...lexical.postings import repack_index
+from ...lexical.postings import RESTEM_NOTICE, repack_index
 from . import postings
+
+log = logging.getLogger("vestige")
 
 if TYPE_CHECKING:
     import psycopg
@@ -43,7 +46,9 @@ def _restem_postings(conn: psycopg.Connection) -> None:
     current (version 2) is re-analysed from its stored chunk text; apps whose index was of
     another version are left to ``vestige reindex`` as before."""
     with conn.cursor() as cur:
-        for (app_id,) in cur.execute("SELECT app_id FROM lex_stats WHERE version = 2 ORDER BY app_id").fetchall():
+        for n, (app_id,) in enumerate(cur.execute("SELECT app_id FROM lex_stats WHERE version = 2 ORDER BY app_id").fetchall()):
+            if n == 0:
+                log.warning(RESTEM_NOTICE)
             postings.rebuild(cur, int(app_id))
             cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = %s", (app_id,))
 

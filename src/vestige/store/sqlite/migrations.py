@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from collections.abc import Callable
 
 from ...errors import SchemaError
-from ...lexical.postings import repack_index
+from ...lexical.postings import RESTEM_NOTICE, repack_index
 from . import postings
+
+log = logging.getLogger("vestige")
 
 
 def _repack_postings(conn: sqlite3.Connection) -> None:
@@ -40,7 +43,9 @@ def _restem_postings(conn: sqlite3.Connection) -> None:
     re-analysed from its stored chunk text, so an upgraded file keeps its lexical channel;
     apps whose index was of another version are left to ``vestige reindex`` as before."""
     cur = conn.cursor()
-    for (app_id,) in cur.execute("SELECT app_id FROM lex_stats WHERE version = 2").fetchall():
+    for n, (app_id,) in enumerate(cur.execute("SELECT app_id FROM lex_stats WHERE version = 2").fetchall()):
+        if n == 0:
+            log.warning(RESTEM_NOTICE)
         postings.rebuild(cur, app_id)
         cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = ?", (app_id,))
 
