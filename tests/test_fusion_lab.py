@@ -177,3 +177,16 @@ def test_bm25_params_report_fits_k1_b_with_the_weight():
     assert set(report["paired"]) == {"shipped-convex, k1 b alpha fitted vs shipped-convex k1=1.5 b=0.75",
                                      "bm25-only, k1 b fitted vs bm25-only k1=1.5 b=0.75"}
     assert "shipped-convex, k1 b alpha fitted" in lab.bm25_params_markdown(report)
+
+
+@pytest.mark.parametrize("value", ["1.5", "1.5,0.75,2", "x,0.75"])
+def test_bench_pools_refuses_a_bm25_that_is_not_k1_b(value, tmp_path):
+    from click.testing import CliRunner
+
+    from vestige.bench.cli import bench
+
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    result = CliRunner().invoke(bench, ["pools", "--dataset", "locomo", "--data", str(data),
+                                        "--out", str(tmp_path / "p.jsonl.gz"), "--bm25", value])
+    assert result.exit_code == 2 and "--bm25 takes K1,B" in result.output

@@ -457,6 +457,10 @@ def _bm25_grid(pairs: Sequence[tuple[float, float]], alphas: Sequence[float] | N
     return [{**({} if alphas is None else {"alpha": a}), "k1": k1, "b": b} for k1, b in pairs for a in (alphas or [None])]
 
 
+def _tag(kb: tuple[float, float]) -> str:
+    return f"k1={kb[0]:g} b={kb[1]:g}"
+
+
 def bm25_params_report(pools_by_dataset: dict[str, list[Pool]], reference: tuple[float, float] = (1.5, 0.75),
                        alpha: float = 0.75) -> dict[str, Any]:
     """Every (k1, b) the pools carry: BM25 alone and the shipped convex fusion with the weight
@@ -466,21 +470,20 @@ def bm25_params_report(pools_by_dataset: dict[str, list[Pool]], reference: tuple
     if reference not in pairs:
         raise ValueError(f"the pools carry no BM25 column for the reference {reference}")
     pairs = [reference] + [kb for kb in pairs if kb != reference]
-    tag = lambda kb: f"k1={kb[0]:g} b={kb[1]:g}"  # noqa: E731
-    FUSIONS[f"today ({tag(reference)}, alpha={alpha:g})"] = (shipped_convex_at, _bm25_grid([reference], [alpha]))
+    FUSIONS[f"today ({_tag(reference)}, alpha={alpha:g})"] = (shipped_convex_at, _bm25_grid([reference], [alpha]))
     for kb in pairs:
-        FUSIONS[f"bm25-only {tag(kb)}"] = (bm25_only_at, _bm25_grid([kb], None))
+        FUSIONS[f"bm25-only {_tag(kb)}"] = (bm25_only_at, _bm25_grid([kb], None))
     for kb in pairs:
-        FUSIONS[f"shipped-convex {tag(kb)}"] = (shipped_convex_at, _bm25_grid([kb], ALPHAS))
+        FUSIONS[f"shipped-convex {_tag(kb)}"] = (shipped_convex_at, _bm25_grid([kb], ALPHAS))
     FUSIONS["bm25-only, k1 b fitted"] = (bm25_only_at, _bm25_grid(pairs, None))
     FUSIONS["shipped-convex, k1 b alpha fitted"] = (shipped_convex_at, _bm25_grid(pairs, ALPHAS))
     memos: dict[Callable, dict] = {}  # one per function: the per-pair and joint grids share their points
     report: dict[str, Any] = {"targets": list(TARGETS), "datasets": {d: len(p) for d, p in pools_by_dataset.items()},
                               "reference": {"k1": reference[0], "b": reference[1], "alpha": alpha},
                               "pairs": [list(kb) for kb in pairs], "fusions": {}}
-    names = ["vectors-only", f"today ({tag(reference)}, alpha={alpha:g})"]
-    names += [f"bm25-only {tag(kb)}" for kb in pairs] + ["bm25-only, k1 b fitted"]
-    names += [f"shipped-convex {tag(kb)}" for kb in pairs] + ["shipped-convex, k1 b alpha fitted"]
+    names = ["vectors-only", f"today ({_tag(reference)}, alpha={alpha:g})"]
+    names += [f"bm25-only {_tag(kb)}" for kb in pairs] + ["bm25-only, k1 b fitted"]
+    names += [f"shipped-convex {_tag(kb)}" for kb in pairs] + ["shipped-convex, k1 b alpha fitted"]
     for name in names:
         fn = FUSIONS[name][0]
         report["fusions"][name] = cross_validate(pools_by_dataset, name, memo=memos.setdefault(fn, {}))
@@ -490,8 +493,8 @@ def bm25_params_report(pools_by_dataset: dict[str, list[Pool]], reference: tuple
             r["objective"]["cross_dataset"] = objective(r["cross_dataset"])
     joint = "shipped-convex, k1 b alpha fitted"
     report["paired"] = {f"{b} vs {a}": paired_report(pools_by_dataset, report, a, b)
-                        for a, b in ((f"shipped-convex {tag(reference)}", joint),
-                                     (f"bm25-only {tag(reference)}", "bm25-only, k1 b fitted"))}
+                        for a, b in ((f"shipped-convex {_tag(reference)}", joint),
+                                     (f"bm25-only {_tag(reference)}", "bm25-only, k1 b fitted"))}
     return report
 
 
@@ -502,10 +505,9 @@ def bm25_params_markdown(report: dict[str, Any]) -> str:
              "| fusion | fitted on all | in sample | cross-dataset | 5-fold |", "|---|---|---|---|---|"]
     for name, r in report["fusions"].items():
         o = r["objective"]
-        params = ", ".join(f"{k}={v:g}" for k, v in r["fitted_on_all"].items()) or "-"
-        lines.append(f"| {name} | {params} | {o['in_sample']:.4f} | {o.get('cross_dataset', math.nan):.4f} | {o['kfold']:.4f} |")
+        lines.append(f"| {name} | {_params(r['fitted_on_all']) or '-'} | {o['in_sample']:.4f} | {o.get('cross_dataset', math.nan):.4f} | {o['kfold']:.4f} |")
     lines.append("")
-    lines += ["**the parameters each out-of-sample fit chose**", "", "| fusion | cross: fitted without | params | ", "|---|---|---|"]
+    lines += ["**the parameters each out-of-sample fit chose**", "", "| fusion | fitted without | params |", "|---|---|---|"]
     for name in ("bm25-only, k1 b fitted", "shipped-convex, k1 b alpha fitted"):
         r = report["fusions"][name]
         for test, c in sorted(r["cross_dataset"].items()):
