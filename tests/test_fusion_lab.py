@@ -115,3 +115,78 @@ def test_a_pools_row_lists_its_chunks_whatever_order_the_search_returned():
     first = _row("longmemeval", "u", q, items, index, hits)
     assert _row("longmemeval", "u", q, items, index, hits[::-1]) == first
     assert [c[:2] for c in first["chunks"]] == [[0, 2]] + [[1, 0]] * 4
+
+
+def _two_column_pool(seed: int, unit: str) -> lab.Pool:
+    """A pool with BM25 under two (k1, b): the reference, and another that reorders it."""
+    pool = _pool(seed, unit=unit, n_sessions=12, n_chunks=40)  # @10 needs more than 10 sessions
+    other = np.where(pool.bm25 > 0, pool.bm25 * np.random.default_rng(seed + 1000).uniform(0.5, 1.5, len(pool.bm25)), 0.0)
+    pool.bm25_by = {(1.5, 0.75): pool.bm25, (1.2, 0.4): other}
+    return pool
+
+
+def test_a_pools_row_keeps_one_bm25_column_per_k1_b_and_the_lab_reads_each():
+    from types import SimpleNamespace
+
+    from vestige.bench.pools import _row
+
+    def hit(cid, session, first_turn, text, dense, lexical):
+        return SimpleNamespace(chunk_id=cid, session_id=session, first_turn=first_turn, text=text,
+                               scores={"dense": dense, "lexical": lexical})
+
+    hits = [hit(1, "s0", 0, "a b", 0.2, 3.0), hit(2, "s1", 0, "c d", 0.1, None), hit(3, "s1", 4, "e", None, 1.0)]
+    q = SimpleNamespace(qid="q", qtype="t", abstention=False, gold=["s1"], date=None)
+    items = [SimpleNamespace(session_id="s0", date=None), SimpleNamespace(session_id="s1", date=None)]
+    row = _row("locomo", "u", q, items, {"s0": 0, "s1": 1}, hits, [(1.5, 0.75), (1.2, 0.4)], [{1: 2.5, 3: 0.8}])
+    assert row["bm25"] == [[1.5, 0.75], [1.2, 0.4]]
+    assert row["chunks"] == [[0, 0, 2, 0.2, 3.0, 2.5], [1, 0, 2, 0.1, None, None], [1, 4, 1, None, 1.0, 0.8]]
+    assert _row("locomo", "u", q, items, {"s0": 0, "s1": 1}, hits[::-1], [(1.5, 0.75), (1.2, 0.4)],
+                [{1: 2.5, 3: 0.8}]) == row
+    pool = lab.to_pool(row)
+    assert set(pool.bm25_by) == {(1.5, 0.75), (1.2, 0.4)} and pool.bm25.tolist() == [3.0, 0.0, 1.0]
+    assert lab.bm25_view(pool, 1.2, 0.4).bm25.tolist() == [2.5, 0.0, 0.8]
+    old = lab.to_pool({k: v for k, v in row.items() if k != "bm25"} | {"chunks": [c[:5] for c in row["chunks"]]})
+    assert list(old.bm25_by) == [(1.5, 0.75)]  # rows written before the column list: (1.5, 0.75)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_k1_b_fusions_on_the_reference_column_are_the_lab_fusions(seed):
+    pool = _two_column_pool(seed, "u")
+    for alpha in (0.0, 0.6, 1.0):
+        assert np.array_equal(lab.shipped_convex_at(pool, {"alpha": alpha, "k1": 1.5, "b": 0.75}),
+                              lab.shipped_convex(pool, {"alpha": alpha}))
+    assert np.array_equal(lab.bm25_only_at(pool, {"k1": 1.2, "b": 0.4}),
+                          lab.lexical_only(lab.bm25_view(pool, 1.2, 0.4), {}))
+
+
+def test_bm25_params_report_fits_k1_b_with_the_weight():
+    pools = {"a": [_two_column_pool(i, f"a{i % 5}") for i in range(15)],
+             "b": [_two_column_pool(50 + i, f"b{i % 5}") for i in range(15)]}
+    report = lab.bm25_params_report(pools)
+    assert report["pairs"] == [[1.5, 0.75], [1.2, 0.4]]
+    fusions = report["fusions"]
+    today = fusions["today (k1=1.5 b=0.75, alpha=0.75)"]
+    expected = {d: lab.metrics_of(pools[d], lab.shipped_convex, {"alpha": 0.75}) for d in pools}
+    assert today["in_sample"] == expected
+    assert {d: {t: m[t] for t in lab.TARGETS} for d, m in today["kfold"].items()} == expected
+    joint = fusions["shipped-convex, k1 b alpha fitted"]
+    per_pair = [fusions[f"shipped-convex k1={k1:g} b={b:g}"] for k1, b in ((1.5, 0.75), (1.2, 0.4))]
+    # the joint fit in sample is the better of the per-pair fits
+    assert joint["objective"]["in_sample"] == pytest.approx(max(r["objective"]["in_sample"] for r in per_pair))
+    assert (joint["fitted_on_all"]["k1"], joint["fitted_on_all"]["b"]) in {(1.5, 0.75), (1.2, 0.4)}
+    assert set(report["paired"]) == {"shipped-convex, k1 b alpha fitted vs shipped-convex k1=1.5 b=0.75",
+                                     "bm25-only, k1 b fitted vs bm25-only k1=1.5 b=0.75"}
+    assert "shipped-convex, k1 b alpha fitted" in lab.bm25_params_markdown(report)
+
+
+@pytest.mark.parametrize("value", ["1.5", "1.5,0.75,2", "x,0.75"])
+def test_bench_pools_refuses_a_bm25_that_is_not_k1_b(value, tmp_path):
+    from click.testing import CliRunner
+
+    from vestige.bench.cli import bench
+
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    result = CliRunner().invoke(bench, ["pools", "--dataset", "locomo", "--data", str(data),
+                                        "--out", str(tmp_path / "p.jsonl.gz"), "--bm25", value])
+    assert result.exit_code == 2 and "--bm25 takes K1,B" in result.output

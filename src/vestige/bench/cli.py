@@ -80,12 +80,23 @@ def locomo(**kwargs) -> None:
 @click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
               type=click.Path(dir_okay=False), help="Embedding cache.")
 @click.option("--threads", type=int, help="ONNX Runtime threads.")
+@click.option("--bm25", "bm25", multiple=True, metavar="K1,B",
+              help="BM25 parameters, one score column each (repeatable; the first is searched with). "
+                   "Default: the library's.")
 def pools(dataset: str, data: str, out: str, view: str, stride: int | None, limit: int | None, cache_path: str,
-          threads: int | None) -> None:
+          threads: int | None, bm25: tuple[str, ...]) -> None:
     """Write every question's candidate pool: each chunk's score in each channel (fusion training rows)."""
+    from .. import settings
     from .pools import write_pools
 
-    n = write_pools(dataset, data, out, view=view, limit=limit, stride=stride, cache_path=cache_path, threads=threads)
+    try:
+        params = [tuple(float(x) for x in p.split(",")) for p in bm25] or [(settings.BM25_K1, settings.BM25_B)]
+    except ValueError as exc:
+        raise click.BadParameter(f"--bm25 takes K1,B: {exc}") from exc
+    if any(len(p) != 2 for p in params):
+        raise click.BadParameter("--bm25 takes K1,B")
+    n = write_pools(dataset, data, out, view=view, limit=limit, stride=stride, cache_path=cache_path, threads=threads,
+                    bm25=params)
     click.echo(f"wrote {n} pools to {out}")
 
 
@@ -93,20 +104,27 @@ def pools(dataset: str, data: str, out: str, view: str, stride: int | None, limi
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for fusion_cv.json and fusion_cv.md.")
 @click.option("--no-learned", is_flag=True, help="Leave out the learned linear ranker (the slowest to fit).")
-def fusion(paths: tuple[str, ...], out: str | None, no_learned: bool) -> None:
+@click.option("--bm25-params", is_flag=True,
+              help="Instead: BM25's k1 and b cross-validated with the weight, on pools written with several "
+                   "`--bm25` (bm25_params_cv.json and .md).")
+def fusion(paths: tuple[str, ...], out: str | None, no_learned: bool, bm25_params: bool) -> None:
     """Cross-validate every fusion function on pools files (`vestige bench pools`): in sample,
     fitted on one dataset and tested on the other, and 5-fold by haystack."""
     import json
 
-    from .fusion_lab import fusion_report, load, report_markdown
+    from .fusion_lab import bm25_params_markdown, bm25_params_report, fusion_report, load, report_markdown
 
-    report = fusion_report(load(paths), learned=not no_learned)
-    text = report_markdown(report)
+    if bm25_params:
+        report, stem = bm25_params_report(load(paths)), "bm25_params_cv"
+        text = bm25_params_markdown(report)
+    else:
+        report, stem = fusion_report(load(paths), learned=not no_learned), "fusion_cv"
+        text = report_markdown(report)
     click.echo(text)
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "fusion_cv.json").write_text(json.dumps(report, indent=1, default=float) + "\n", encoding="utf-8")
-        (Path(out) / "fusion_cv.md").write_text(text + "\n", encoding="utf-8")
+        (Path(out) / f"{stem}.json").write_text(json.dumps(report, indent=1, default=float) + "\n", encoding="utf-8")
+        (Path(out) / f"{stem}.md").write_text(text + "\n", encoding="utf-8")
 
 
 @bench.command()

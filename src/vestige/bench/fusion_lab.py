@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,16 +42,22 @@ class Pool:
     bm25: np.ndarray  # float, 0: no query term in the chunk
     words: np.ndarray  # int
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived arrays, per depth
+    # Every BM25 column of the row by (k1, b), the first is ``bm25`` (pools written with several).
+    bm25_by: dict[tuple[float, float], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
 
 def to_pool(row: dict[str, Any]) -> Pool:
     chunks = row["chunks"]
+    params = [(float(k1), float(b)) for k1, b in row.get("bm25", [(1.5, 0.75)])]  # older rows: (1.5, 0.75)
+    columns = {kb: np.array([0.0 if c[4 + i] is None else c[4 + i] for c in chunks], dtype=np.float64)
+               for i, kb in enumerate(params)}
     return Pool(
         row["id"], row["dataset"], row["unit"], row["type"], row["n_sessions"], row["gold"],
         np.array([c[0] for c in chunks], dtype=np.int64),
         np.array([np.nan if c[3] is None else c[3] for c in chunks], dtype=np.float64),
-        np.array([0.0 if c[4] is None else c[4] for c in chunks], dtype=np.float64),
+        columns[params[0]],
         np.array([c[2] for c in chunks], dtype=np.int64),
+        bm25_by=columns,
     )
 
 
@@ -167,10 +173,12 @@ def folds(pools: list[Pool], n: int = 5) -> list[list[Pool]]:
     return [[p for p in pools if assignment[p.unit] == f] for f in range(n)]
 
 
-def cross_validate(pools_by_dataset: dict[str, list[Pool]], name: str, n_folds: int = 5) -> dict[str, Any]:
-    """In-sample, cross-dataset and k-fold figures for one fusion function."""
+def cross_validate(pools_by_dataset: dict[str, list[Pool]], name: str, n_folds: int = 5,
+                   memo: dict | None = None) -> dict[str, Any]:
+    """In-sample, cross-dataset and k-fold figures for one fusion function. ``memo``: shared by
+    fusions whose grids read the same function (a question's metrics per grid point)."""
     fusion, _ = FUSIONS[name]
-    memo: dict = {}  # each question's metrics under each grid point, computed once for every fit
+    memo = {} if memo is None else memo  # each question's metrics under each grid point, computed once for every fit
     datasets = sorted(pools_by_dataset)
     report: dict[str, Any] = {"fusion": name}
     params_all = fit(pools_by_dataset, name, memo)
@@ -412,6 +420,106 @@ FUSIONS["adaptive-cosine"] = (convex_adaptive_cosine, _grid(alpha=ALPHAS, gamma=
 FUSIONS["z-score"] = (convex_z, _grid(alpha=ALPHAS))
 FUSIONS["min-max"] = (convex_min_max, _grid(alpha=ALPHAS))
 FUSIONS["lexical-kth"] = (convex_lexical_kth, _grid(alpha=ALPHAS, k=[2, 5, 10, 20, 50]))
+
+
+# -- issue 9: BM25's k1 and b, fitted with the weight (pools with one BM25 column per (k1, b)) ---
+
+
+def bm25_view(pool: Pool, k1: float, b: float) -> Pool:
+    """The pool with BM25 scored under (k1, b): the same chunks and cosines, its own memo."""
+    key = ("bm25", k1, b)
+    if key not in pool.memo:
+        pool.memo[key] = replace(pool, bm25=pool.bm25_by[(k1, b)], bm25_by={}, memo={})
+    return pool.memo[key]
+
+
+def _with_bm25(fusion: Callable[[Pool, dict], np.ndarray]) -> Callable[[Pool, dict], np.ndarray]:
+    """``fusion`` on the BM25 column the params' k1 and b name; its other params passed on."""
+    def fused(pool: Pool, params: dict) -> np.ndarray:
+        rest = {k: v for k, v in params.items() if k not in ("k1", "b")}
+        return fusion(bm25_view(pool, params["k1"], params["b"]), rest)
+    return fused
+
+
+bm25_only_at = _with_bm25(lexical_only)
+shipped_convex_at = _with_bm25(shipped_convex)
+
+
+def bm25_pairs(pools_by_dataset: dict[str, list[Pool]]) -> list[tuple[float, float]]:
+    """The (k1, b) every pool carries, in the first pool's column order (its first: the searched one)."""
+    pools = [p for ps in pools_by_dataset.values() for p in ps]
+    common = set.intersection(*(set(p.bm25_by) for p in pools))
+    return [kb for kb in pools[0].bm25_by if kb in common]
+
+
+def _bm25_grid(pairs: Sequence[tuple[float, float]], alphas: Sequence[float] | None) -> list[dict]:
+    # (k1, b) outermost and the reference pair first: a tie keeps it (``fit`` keeps the first best).
+    return [{**({} if alphas is None else {"alpha": a}), "k1": k1, "b": b} for k1, b in pairs for a in (alphas or [None])]
+
+
+def _tag(kb: tuple[float, float]) -> str:
+    return f"k1={kb[0]:g} b={kb[1]:g}"
+
+
+def bm25_params_report(pools_by_dataset: dict[str, list[Pool]], reference: tuple[float, float] = (1.5, 0.75),
+                       alpha: float = 0.75) -> dict[str, Any]:
+    """Every (k1, b) the pools carry: BM25 alone and the shipped convex fusion with the weight
+    cross-validated, then (k1, b) fitted jointly with it, against the reference setting.
+    Registers its fusions in ``FUSIONS`` (``out_of_sample`` and ``paired_report`` read them)."""
+    pairs = bm25_pairs(pools_by_dataset)
+    if reference not in pairs:
+        raise ValueError(f"the pools carry no BM25 column for the reference {reference}")
+    pairs = [reference] + [kb for kb in pairs if kb != reference]
+    FUSIONS[f"today ({_tag(reference)}, alpha={alpha:g})"] = (shipped_convex_at, _bm25_grid([reference], [alpha]))
+    for kb in pairs:
+        FUSIONS[f"bm25-only {_tag(kb)}"] = (bm25_only_at, _bm25_grid([kb], None))
+    for kb in pairs:
+        FUSIONS[f"shipped-convex {_tag(kb)}"] = (shipped_convex_at, _bm25_grid([kb], ALPHAS))
+    FUSIONS["bm25-only, k1 b fitted"] = (bm25_only_at, _bm25_grid(pairs, None))
+    FUSIONS["shipped-convex, k1 b alpha fitted"] = (shipped_convex_at, _bm25_grid(pairs, ALPHAS))
+    memos: dict[Callable, dict] = {}  # one per function: the per-pair and joint grids share their points
+    report: dict[str, Any] = {"targets": list(TARGETS), "datasets": {d: len(p) for d, p in pools_by_dataset.items()},
+                              "reference": {"k1": reference[0], "b": reference[1], "alpha": alpha},
+                              "pairs": [list(kb) for kb in pairs], "fusions": {}}
+    names = ["vectors-only", f"today ({_tag(reference)}, alpha={alpha:g})"]
+    names += [f"bm25-only {_tag(kb)}" for kb in pairs] + ["bm25-only, k1 b fitted"]
+    names += [f"shipped-convex {_tag(kb)}" for kb in pairs] + ["shipped-convex, k1 b alpha fitted"]
+    for name in names:
+        fn = FUSIONS[name][0]
+        report["fusions"][name] = cross_validate(pools_by_dataset, name, memo=memos.setdefault(fn, {}))
+    for r in report["fusions"].values():
+        r["objective"] = {"in_sample": objective(r["in_sample"]), "kfold": objective(r["kfold"])}
+        if len(r["cross_dataset"]) == len(pools_by_dataset) > 1:
+            r["objective"]["cross_dataset"] = objective(r["cross_dataset"])
+    joint = "shipped-convex, k1 b alpha fitted"
+    report["paired"] = {f"{b} vs {a}": paired_report(pools_by_dataset, report, a, b)
+                        for a, b in ((f"shipped-convex {_tag(reference)}", joint),
+                                     (f"bm25-only {_tag(reference)}", "bm25-only, k1 b fitted"))}
+    return report
+
+
+def bm25_params_markdown(report: dict[str, Any]) -> str:
+    """The objective of every fusion in / cross / 5-fold, the joint fits' parameters, then the
+    lab's per-dataset tables."""
+    lines = ["**objective** (mean of the targets, each dataset weighted equally)", "",
+             "| fusion | fitted on all | in sample | cross-dataset | 5-fold |", "|---|---|---|---|---|"]
+    for name, r in report["fusions"].items():
+        o = r["objective"]
+        lines.append(f"| {name} | {_params(r['fitted_on_all']) or '-'} | {o['in_sample']:.4f} | {o.get('cross_dataset', math.nan):.4f} | {o['kfold']:.4f} |")
+    lines.append("")
+    lines += ["**the parameters each out-of-sample fit chose**", "", "| fusion | fitted without | params |", "|---|---|---|"]
+    for name in ("bm25-only, k1 b fitted", "shipped-convex, k1 b alpha fitted"):
+        r = report["fusions"][name]
+        for test, c in sorted(r["cross_dataset"].items()):
+            lines.append(f"| {name} | {test} | {_params(c['params'])} |")
+        folds_ = next(iter(r["kfold"].values()))["params"]
+        lines.append(f"| {name} | each 5-fold fold | " + "; ".join(_params(p) for p in folds_) + " |")
+    lines.append("")
+    return "\n".join(lines) + "\n" + report_markdown(report)
+
+
+def _params(params: dict) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in params.items())
 
 
 # -- a small learned ranker (lab): session features, a linear model trained on pairs -------------

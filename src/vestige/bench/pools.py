@@ -6,9 +6,11 @@ in seconds, without the embedder. The pools are the training rows of ``vestige.r
 ``vestige bench pools`` writes them from the dev data, deterministically.
 
 Row: {"id", "dataset", "unit", "type", "abstention", "gold": [session index], "n_sessions",
-"question_date", "session_dates", "chunks": [[session index, first turn, n_words, cosine or
-null, bm25 or null]]}. Every chunk of the haystack is listed: a chunk with no vector (no user
-words in the split view) has cosine null; a chunk that matches no query term has bm25 null.
+"question_date", "session_dates", "bm25": [[k1, b], ...], "chunks": [[session index, first turn,
+n_words, cosine or null, bm25 or null, ...]]}. Every chunk of the haystack is listed: a chunk with
+no vector (no user words in the split view) has cosine null; a chunk that matches no query term
+has bm25 null. A chunk carries one BM25 score per (k1, b) of the row's "bm25", in that order (the
+first is the one the search fused); rows without "bm25" were written with (1.5, 0.75).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import settings
+from .. import lexical, settings
 from .configs import get_config
 from .runner import APP, LOADERS, DEFAULT_CACHE, Runner
 
@@ -29,10 +32,17 @@ ALL = 10_000  # deeper than any haystack: each channel returns every chunk it sc
 
 def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = "split",
                 limit: int | None = None, stride: int | None = None, cache_path: str | Path | None = DEFAULT_CACHE,
-                threads: int | None = None, progress: bool = True) -> int:
-    """Write the pools of every question of ``data`` to ``out`` (.jsonl.gz); returns the row count."""
+                threads: int | None = None, progress: bool = True,
+                bm25: Sequence[tuple[float, float]] = ((settings.BM25_K1, settings.BM25_B),)) -> int:
+    """Write the pools of every question of ``data`` to ``out`` (.jsonl.gz); returns the row count.
+
+    ``bm25``: the (k1, b) pairs to score BM25 with, one column each; the search runs with the
+    first, the others re-score the same index (one index build per haystack for them all)."""
     from tqdm import tqdm
 
+    params = [(float(k1), float(b)) for k1, b in bm25]
+    if not params:
+        raise ValueError("bm25 needs at least one (k1, b)")
     config = replace(get_config("default"), view=view, depth=ALL, chunks_asked=ALL)
     runner = Runner(config, settings.EMBEDDER, cache_path, progress, threads)
     haystacks = LOADERS[dataset](str(data), limit, stride)
@@ -47,11 +57,15 @@ def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = 
             for hay in haystacks:
                 items = prepared[hay.unit]
                 memory = runner._index(items, "raw")
-                view_memory = memory.derive(depth=ALL, reranker=None, floor=None)
+                (k1, b), others = params[0], params[1:]
+                view_memory = memory.derive(depth=ALL, reranker=None, floor=None, k1=k1, b=b)
                 index = {p.session_id: i for i, p in enumerate(items)}
                 for q in hay.questions:
                     hits = view_memory.search(q.text, app=APP, k=ALL, rerank=False)
-                    f.write(json.dumps(_row(dataset, hay.unit, q, items, index, hits), separators=(",", ":")) + "\n")
+                    terms = lexical.analyze(q.text)  # as run_search analyses a question with no previous turn
+                    extra = [dict(memory.lexical.search(APP, terms, ALL, k1, b)) for k1, b in others]
+                    row = _row(dataset, hay.unit, q, items, index, hits, params, extra)
+                    f.write(json.dumps(row, separators=(",", ":")) + "\n")
                     n += 1
                     bar.update(1)
                 memory.close()
@@ -60,24 +74,29 @@ def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = 
     return n
 
 
-def _row(dataset: str, unit: str, q: Any, items: list, index: dict[str, int], hits: list) -> dict[str, Any]:
+def _row(dataset: str, unit: str, q: Any, items: list, index: dict[str, int], hits: list,
+         bm25: Sequence[tuple[float, float]] = ((settings.BM25_K1, settings.BM25_B),),
+         extra: Sequence[dict[int, float]] = ()) -> dict[str, Any]:
+    """``extra``: chunk id -> BM25 score under each (k1, b) of ``bm25`` after the first."""
     chunks = sorted((
         [index[h.session_id], int(h.first_turn or 0), len(h.text.split()),
-         _round(h.scores.get("dense")), _round(h.scores.get("lexical"))]
+         _round(h.scores.get("dense")), _round(h.scores.get("lexical")),
+         *(_round(scores.get(h.chunk_id)) for scores in extra)]
         for h in hits
     ), key=_chunk_order)
     return {
         "id": q.qid, "dataset": dataset, "unit": unit, "type": q.qtype, "abstention": q.abstention,
         "gold": sorted(index[s] for s in q.gold if s in index), "n_sessions": len(items),
-        "question_date": q.date, "session_dates": [p.date for p in items], "chunks": chunks,
+        "question_date": q.date, "session_dates": [p.date for p in items],
+        "bm25": [[k1, b] for k1, b in bm25], "chunks": chunks,
     }
 
 
 def _chunk_order(chunk: list) -> tuple:
     """Session, first turn, words, then the scores: a row's chunks are listed the same whatever
     order the search returned them in (chunks tied on the first three came in rank order)."""
-    session, first_turn, words, cosine, bm25 = chunk
-    return (session, first_turn, words, -math.inf if cosine is None else cosine, -math.inf if bm25 is None else bm25)
+    session, first_turn, words, *scores = chunk
+    return (session, first_turn, words, *(-math.inf if s is None else s for s in scores))
 
 
 def _round(value: float | None) -> float | None:
