@@ -206,6 +206,30 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
         assert {v for (v,) in conn.execute("SELECT version FROM lex_stats")} == {lexical.VERSION}
 
 
+def test_a_rebuild_in_pages_writes_what_one_page_writes(pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As SQLite's: pages of 3 chunks give the postings, lengths and rankings of one page."""
+    from vestige.store.postgres import postings as pg_postings
+
+    url = pg_server.new_url("rebuild_pages")
+    words = "cat tuna red bicycle Lisbon apartment piano lessons garden rain painting".split()
+    select = ("SELECT p.app_id, t.term, p.block, p.data FROM lex_postings p JOIN lex_terms t ON t.id = p.term_id "
+              "ORDER BY 1, 2, 3")
+    with Memory(url, embedder="hash") as mem:
+        for i in range(16):
+            mem.add_fact(" ".join(words[(i * 3 + j) % len(words)] for j in range(1 + i % 6)) + f" n{i}", app="a")
+        indexed = mem.store.rebuild_lexical("a")
+        with psycopg.connect(url, autocommit=True) as conn:
+            whole = [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()]
+        lengths = mem.store.doc_lengths("a").lengths.tolist()
+        ranked = [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)]
+        monkeypatch.setattr(pg_postings, "REBUILD_BATCH", 3)
+        assert indexed == 16 and mem.store.rebuild_lexical("a") == indexed
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()] == whole
+        assert mem.store.doc_lengths("a").lengths.tolist() == lengths
+        assert [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)] == ranked
+
+
 # -- Memory end to end ------------------------------------------------------------------------
 
 

@@ -231,3 +231,23 @@ def test_dropping_a_term_probes_the_postings_primary_key(tmp_path: Path) -> None
         conn.close()
     assert any("SEARCH p USING PRIMARY KEY (app_id=? AND term_id=?)" in step for step in plan), plan
     assert not any(step.startswith("SCAN p") for step in plan), plan
+
+
+def test_a_rebuild_in_pages_writes_what_one_page_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rebuild`` reads, analyses and writes chunks a page at a time (memory stays flat at a
+    million chunks): pages of 3 give the postings, lengths and rankings of a single page."""
+    from vestige.store.sqlite import postings as sqlite_postings
+
+    path = tmp_path / "m.sqlite"
+    rng = random.Random(3)
+    words = "cat tuna red bicycle Lisbon apartment piano lessons Tuesday garden rain coffee painting".split()
+    with Memory(path, embedder="hash") as mem:
+        for i in range(20):
+            mem.add_fact(" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))), app="a" if i % 4 else "b")
+        indexed = mem.store.rebuild_lexical("a")
+        whole = _postings_by_term(path), mem.store.doc_lengths("a").lengths.tolist()
+        ranked = [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)]
+        monkeypatch.setattr(sqlite_postings, "REBUILD_BATCH", 3)
+        assert indexed > 3 * 4 and mem.store.rebuild_lexical("a") == indexed
+        assert (_postings_by_term(path), mem.store.doc_lengths("a").lengths.tolist()) == whole
+        assert [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)] == ranked

@@ -63,6 +63,10 @@ def app_terms(cur: psycopg.Cursor, app_id: int) -> list[int]:
     return [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = %s", (app_id,))]
 
 
+#: Chunks analysed and written at a time by ``rebuild``.
+REBUILD_BATCH = 20_000
+
+
 def rebuild(cur: psycopg.Cursor, app_id: int) -> int:
     """The app's postings, lengths and counts written anew from its stored chunk text by this
     vestige's analyzer (``vestige reindex``, and the migration to a new analyzer), as SQLite's
@@ -70,18 +74,23 @@ def rebuild(cur: psycopg.Cursor, app_id: int) -> int:
     old_terms = app_terms(cur, app_id)
     cur.execute("DELETE FROM lex_postings WHERE app_id = %s", (app_id,))
     reset_stats(cur, app_id)
-    rows = cur.execute("SELECT id, text FROM chunks WHERE app_id = %s AND in_lexical ORDER BY id", (app_id,)).fetchall()
-    chunks = [(int(chunk_id), lexical.analyze(from_db(text))) for chunk_id, text in rows]  # type: ignore[arg-type]
-    if chunks:
+    blocks = Blocks(cur, app_id)
+    count = 0
+    page = "SELECT id, text FROM chunks WHERE app_id = %s AND in_lexical AND id > %s ORDER BY id LIMIT %s"
+
+    def rows_after(last: int) -> list[tuple[int, str]]:
+        return [(i, from_db(text)) for i, text in cur.execute(page, (app_id, last, REBUILD_BATCH)).fetchall()]
+
+    for chunks in lexical_postings.analysed_pages(rows_after):
         cur.execute(
             "UPDATE chunks c SET lex_len = u.len FROM unnest(%s::bigint[], %s::int[]) AS u(id, len) "
             "WHERE c.id = u.id",
             ([i for i, _ in chunks], [len(t) for _, t in chunks]),
         )
-    blocks = Blocks(cur, app_id)
-    lexical_postings.add(blocks, chunks)
+        lexical_postings.add(blocks, chunks)
+        count += len(chunks)
     blocks.drop_unused_terms(old_terms)
-    return len(rows)
+    return count
 
 
 class Blocks:

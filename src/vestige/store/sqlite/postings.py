@@ -49,6 +49,9 @@ def reset_stats(cur: sqlite3.Cursor, app_id: int) -> None:
     )
 
 
+#: Chunks analysed and written at a time by ``rebuild``.
+REBUILD_BATCH = 20_000
+
 # A term no app has a posting for. It probes each app's (app_id, term_id) primary-key prefix
 # (there is no index on term_id alone): CROSS JOIN keeps apps the outer loop, where a plain
 # JOIN let SQLite scan every posting row per term (a 100k-chunk reindex: minutes, not seconds).
@@ -61,17 +64,26 @@ DROP_UNUSED_TERM = (
 def rebuild(cur: sqlite3.Cursor, app_id: int) -> int:
     """The app's postings, lengths and counts written anew from its stored chunk text by this
     vestige's analyzer (``vestige reindex``, and the migration to a new analyzer). Returns how
-    many chunks were indexed. The caller bumps the app's generation: caches must reload."""
+    many chunks were indexed. The caller bumps the app's generation: caches must reload.
+
+    Chunks are read, analysed and written REBUILD_BATCH at a time, in id order (the blocks'
+    appends stay sorted): a million chunks held at once took 7.7 GB."""
     old_terms = [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?", (app_id,))]
     cur.execute("DELETE FROM lex_postings WHERE app_id = ?", (app_id,))
     reset_stats(cur, app_id)
-    rows = cur.execute("SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 ORDER BY id", (app_id,)).fetchall()
-    chunks = [(chunk_id, lexical.analyze(text)) for chunk_id, text in rows]
-    cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(len(t), i) for i, t in chunks])
     blocks = Blocks(cur, app_id)
-    lexical_postings.add(blocks, chunks)
+    count = 0
+    page = "SELECT id, text FROM chunks WHERE app_id = ? AND in_lexical = 1 AND id > ? ORDER BY id LIMIT ?"
+
+    def rows_after(last: int) -> list[tuple[int, str]]:
+        return cur.execute(page, (app_id, last, REBUILD_BATCH)).fetchall()
+
+    for chunks in lexical_postings.analysed_pages(rows_after):
+        cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(len(t), i) for i, t in chunks])
+        lexical_postings.add(blocks, chunks)
+        count += len(chunks)
     blocks.drop_unused_terms(old_terms)
-    return len(rows)
+    return count
 
 
 class Blocks:
