@@ -3,7 +3,7 @@
 Terms are stemmed with the Snowball English stemmer (Porter2, as Lucene's English analyzer,
 Pyserini and bm25s do), so "painting", "paints" and "painted" meet "paint": on the dev sets
 BM25 alone gained 2.7 points of LoCoMo recall_any@5 and 4.8 of LongMemEval recall_all@10
-(BENCHMARKS.md, "Stemming"). PyStemmer is Snowball's C implementation.
+(BENCHMARKS.md, "Stemmed terms"). PyStemmer is Snowball's C implementation.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..read.fusion import RRF_K, rrf
 from ..lexical import analyze
+from ..read.fusion import RRF_K, rrf
 from ..read.query import analyze_query, resolve_time
 from ..types import Hit
 from .base import Reranker
