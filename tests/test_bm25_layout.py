@@ -114,3 +114,42 @@ def test_the_bound_on_the_cut_changes_no_ranking(depth, seed, monkeypatch):
     assert bounded == score_blocks(*args)
     assert len(bounded) == min(depth, len({c for term in blocks.values() for number, data in term
                                            for c in ((number << BLOCK_BITS) + np.frombuffer(data, "<u2")[0::2]).tolist()}))
+
+
+def test_norms_looked_up_by_length_are_the_floats_of_the_norm_per_chunk():
+    """Whole lengths are read as uint16 and their norms looked up in a table of one entry per
+    length: the scores are the same floats as with a norm gathered per chunk."""
+    import dataclasses
+
+    for name, make in ADDRESSINGS.items():
+        lengths, blocks, _ = corpus(make(), seed=11)
+        layout = Layout.of(lengths)
+        assert layout.short_lengths is not None, name
+        per_chunk = dataclasses.replace(layout, short_lengths=None, norms={})
+        total = int(lengths.lengths.sum())
+        for k1, b in ((K1, B), (1.2, 0.4)):
+            tabled = score_blocks(blocks, layout, len(lengths.ids), total, 300, k1, b)
+            assert tabled == score_blocks(blocks, per_chunk, len(lengths.ids), total, 300, k1, b), name
+            assert len(tabled) == 300
+
+
+@pytest.mark.parametrize("lengths", [[3.0, 1.5, 7.0], [3.0, 70_000.0, 2.0], [3.0, -1.0, 2.0]])
+def test_lengths_a_table_cannot_hold_are_gathered_per_chunk(lengths):
+    """A fractional, negative or over-uint16 length: no table; the scores are still BM25's."""
+    ids = np.arange(1, len(lengths) + 1, dtype=np.int64)
+    held = DocLengths(None, ids, np.asarray(lengths))
+    layout = Layout.of(held)
+    assert layout.short_lengths is None
+    postings = {0: {1: 2, 2: 1}, 1: {2: 3, 3: 1}}
+    blocks = {term: [(0, pack(sorted(docs.items())))] for term, docs in postings.items()}
+    total = float(sum(lengths))
+    got = score_blocks(blocks, layout, len(ids), total, 10, K1, B)
+    n, avgdl = len(ids), total / len(ids)
+    want: dict[int, float] = {}
+    for term in sorted(postings):
+        term_idf = math.log1p((n - len(postings[term]) + 0.5) / (len(postings[term]) + 0.5))
+        for chunk, tf in postings[term].items():
+            norm = K1 * (1 - B + B * lengths[chunk - 1] / avgdl)
+            want[chunk] = want.get(chunk, 0.0) + term_idf * tf * (K1 + 1) / (tf + norm)
+    assert [c for c, _ in got] == sorted(want, key=lambda c: (-want[c], c))
+    assert [s for _, s in got] == pytest.approx(sorted(want.values(), reverse=True), rel=1e-12)

@@ -57,6 +57,10 @@ def normed_term_scores(tf: np.ndarray, norm: np.ndarray, term_idf: float, k1: fl
     return scores
 
 
+#: Lengths at or under this are read as uint16 and their norms looked up in a table.
+MAX_TABLED_LENGTH = 65_535
+
+
 @dataclass(frozen=True, eq=False)
 class Layout:
     """How one lengths snapshot is addressed: chunk id -> position in the length array.
@@ -64,26 +68,34 @@ class Layout:
     ``table`` (int32, id - first id -> position, -1: none) when the ids are dense enough; none
     needed when they are contiguous (position = id - first id, the usual single-app file); a
     binary search otherwise. ``norms`` caches ``length_norm`` per (k1, b, avgdl): computed once
-    per snapshot instead of once per posting of every query."""
+    per snapshot instead of once per posting of every query.
+
+    ``short_lengths``: the lengths as uint16 when every one is a whole number that fits (BM25
+    lengths count terms, so always in practice). A query then gathers 2 bytes per posting and
+    looks its norm up in a table of one entry per length, instead of gathering 8 bytes from a
+    norm per chunk: at a million chunks that gather was a third of the scoring time (1.4 ->
+    0.4 ms for ~300k postings), and the table's entries are the same floats."""
 
     lengths: DocLengths
     contiguous: bool
     table: np.ndarray | None
+    short_lengths: np.ndarray | None = None
     norms: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, lengths: DocLengths) -> Layout:
         ids = lengths.ids
+        short = _short(lengths.lengths)
         if not len(ids):
-            return cls(lengths, True, None)
+            return cls(lengths, True, None, short)
         span = int(ids[-1]) - int(ids[0]) + 1
         if span == len(ids):
-            return cls(lengths, True, None)
+            return cls(lengths, True, None, short)
         table = None
         if span < 8 * len(ids) + 1024:
             table = np.full(span, -1, np.int32 if len(ids) < 1 << 31 else np.int64)
             table[ids - ids[0]] = np.arange(len(ids))
-        return cls(lengths, False, table)
+        return cls(lengths, False, table, short)
 
     def positions(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions of ids in the length array, and which ids the snapshot holds at all."""
@@ -116,13 +128,39 @@ class Layout:
         return pos, None if known.all() else known
 
     def norm(self, avgdl: float, k1: float, b: float) -> np.ndarray:
-        key = (avgdl, k1, b)
+        """``length_norm`` of every chunk, in position order."""
+        return self._cached(("chunks", avgdl, k1, b), lambda: length_norm(self.lengths.lengths, avgdl, k1, b))
+
+    def norm_at(self, pos: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
+        """``length_norm`` of the chunks at these positions: the same floats as ``norm()[pos]``
+        (the table holds ``length_norm`` of each whole length, computed by the same expression)."""
+        short = self.short_lengths
+        if short is None:
+            return np.take(self.norm(avgdl, k1, b), pos)
+        top_length = int(short.max()) if len(short) else 0
+        table = self._cached(("lengths", avgdl, k1, b),
+                             lambda: length_norm(np.arange(top_length + 1, dtype=np.float64), avgdl, k1, b))
+        return np.take(table, np.take(short, pos))
+
+    def _cached(self, key: tuple, compute) -> np.ndarray:
         cached = self.norms.get(key)
         if cached is None:
-            cached = length_norm(self.lengths.lengths, avgdl, k1, b)
-            self.norms.clear()  # one set of parameters at a time is the usual case
+            cached = compute()
+            # One set of parameters at a time is the usual case: drop the others' arrays.
+            for stale in [k for k in self.norms if k[0] == key[0]]:
+                del self.norms[stale]
             self.norms[key] = cached
         return cached
+
+
+def _short(lengths: np.ndarray) -> np.ndarray | None:
+    """The lengths as uint16 when every one is a whole number from 0 to MAX_TABLED_LENGTH."""
+    if not len(lengths):
+        return np.zeros(0, np.uint16)
+    if float(lengths.min()) < 0 or float(lengths.max()) > MAX_TABLED_LENGTH:
+        return None
+    short = lengths.astype(np.uint16)
+    return short if np.array_equal(short, lengths) else None
 
 
 _pool: ThreadPoolExecutor | None = None
@@ -251,7 +289,6 @@ def score_blocks(
         layout = Layout.of(layout)
     lengths = layout.lengths
     avgdl = total_len / n_docs
-    norm = layout.norm(avgdl, k1, b)
     n = len(lengths.ids)
     terms = [term_id for term_id in sorted(blocks) if blocks[term_id]]
     rows = [row for term_id in terms for row in blocks[term_id]]
@@ -265,21 +302,25 @@ def score_blocks(
     tf = pairs[:, 1]
     blocks_per_term = [len(blocks[term_id]) for term_id in terms]
     per_term = np.add.reduceat(per_block, np.cumsum([0] + blocks_per_term[:-1]))
-    term_of = np.repeat(np.arange(len(terms)), per_term)
     if known is not None:  # postings of chunks outside the snapshot's lengths: a racing writer
-        pos, tf, term_of = pos[known], tf[known], term_of[known]
+        term_of = np.repeat(np.arange(len(terms)), per_term)[known]
+        pos, tf = pos[known], tf[known]
         per_term = np.bincount(term_of, minlength=len(terms))
     if not len(pos):
         return []
-    # Each term's idf as a scalar, as ever (its document frequency: the postings it has here).
-    term_idf = np.array([float(idf(n_docs, int(df))) if df else 0.0 for df in per_term.tolist()])
+    # Each term's idf as a scalar, as ever (its document frequency: the postings it has here),
+    # multiplied into the term's own slice of the scores (no idf gathered per posting).
+    term_idf = [float(idf(n_docs, int(df))) if df else 0.0 for df in per_term.tolist()]
+    ends = np.cumsum(per_term).tolist()
     scores = tf.astype(np.float64)
-    denominator = scores + norm[pos]
-    scores *= term_idf[term_of]
+    denominator = layout.norm_at(pos, avgdl, k1, b)
+    denominator += scores
+    for start, end, weight in zip([0] + ends[:-1], ends, term_idf):
+        scores[start:end] *= weight
     scores *= k1 + 1.0
     scores /= denominator
     summed = np.bincount(pos, weights=scores, minlength=n)
-    all_pos = np.split(pos, np.cumsum(per_term)[:-1])
+    all_pos = np.split(pos, ends[:-1])
     cut = None if allowed is not None else _cut_at_most(summed, all_pos, depth)
     if cut is not None:
         # Only the chunks scoring at least a bound under the depth-th best can rank: one
