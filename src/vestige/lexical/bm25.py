@@ -155,6 +155,8 @@ class Layout:
 
 def _short(lengths: np.ndarray) -> np.ndarray | None:
     """The lengths as uint16 when every one is a whole number from 0 to MAX_TABLED_LENGTH."""
+    if lengths.dtype == np.uint16:
+        return lengths
     if not len(lengths):
         return np.zeros(0, np.uint16)
     if float(lengths.min()) < 0 or float(lengths.max()) > MAX_TABLED_LENGTH:
@@ -210,6 +212,11 @@ class LexicalChannel:
         if cached is not None and cached.version == version:
             return cached
         fresh = self.store.doc_lengths(app)
+        short = _short(fresh.lengths)
+        if short is not None:
+            # Kept as uint16 only: the float64 copy was 8 MB a million chunks, read by nothing
+            # that the uint16 lengths cannot serve (the norms convert them as they did it).
+            fresh = DocLengths(fresh.version, fresh.ids, short)
         with self._lock:
             self._lengths[app] = fresh
         return fresh

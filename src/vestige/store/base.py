@@ -168,7 +168,7 @@ class DocLengths:
 
     version: AppVersion | None  # None: the app holds nothing
     ids: np.ndarray  # int64, ascending
-    lengths: np.ndarray  # float64
+    lengths: np.ndarray  # float64 as stores read them (the lexical channel keeps whole ones as uint16)
 
 
 @dataclass(frozen=True)
