@@ -62,7 +62,7 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 128
 #: Breadth of the graph walk. recall@200 against exact on the scale bench's vectors (2x depth
 #: re-ranked; benchmarks/hnsw_sweep.py): 1,024 -> 0.985 / 0.984 / 0.996 at 100k / 200k / 1M,
-#: 1,536 -> 0.992 / 0.991 / 0.996. The graph serves from CROSSOVER chunks up, where the issue's
+#: 1,536 -> 0.992 / 0.990 / 0.996. The graph serves from CROSSOVER chunks up, where the issue's
 #: bar is 0.98, and at 1M the wider walk cost 1.5 ms of a 10 ms budget (BENCHMARKS.md, stop 22).
 EXPANSION_SEARCH = 1024
 #: The graph proposes this many candidates per depth asked (re-ranked exactly).
