@@ -198,3 +198,16 @@ def test_the_database_remembers_its_embedder_and_plan(tmp_path):
     assert result.exit_code == 1 and "indexed with plan 'all'" in result.output
     result = _run("search", "Admon", "--db", db, "--embedder", "hash:32")
     assert result.exit_code == 1 and "was built with embedder 'hash-64-64'" in result.output
+
+
+def test_a_hits_snippet_centres_on_the_query_word_by_stem():
+    """The snippet shows the part of a long hit that holds the query's word, matched by stem as
+    the lexical channel matches it ("happiness" -> "happy"), not by the stem's letters."""
+    from vestige.cli.commands import _snippet
+
+    filler = " ".join(f"filler{n}" for n in range(120))
+    text = f"{filler} and Maria was happy in Lisbon. {filler}"
+    snippet = _snippet(text, "Where did I find happiness?")
+    assert "was happy in Lisbon" in snippet and snippet.startswith("...")
+    assert _snippet(text, "quartz").startswith("filler0")  # nothing matched: the start
+    assert _snippet("short text", "text") == "short text"

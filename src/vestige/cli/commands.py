@@ -129,15 +129,22 @@ def search(
 
 
 def _snippet(text: str, query: str, width: int = 300) -> str:
-    """A window of the hit's text around the first query term it contains."""
+    """A window of the hit's text around the query term it mentions least (usually the rare,
+    telling one). Words are matched as the lexical channel matches them, by stem: "happiness"
+    finds "happy", which a search for the stem's letters in the text would not."""
+    import re
+
     from ..lexical import analyze
 
     text = " ".join(text.split())
-    folded = text.casefold()
-    present = [t for t in set(analyze(query)) if t in folded]
-    # Centre on the query term the hit mentions least: usually the rare, telling one.
-    rarest = min(present, key=lambda t: (folded.count(t), -len(t)), default=None)
-    first = folded.find(rarest) if rarest else 0
+    wanted = set(analyze(query))
+    places: dict[str, list[int]] = {}
+    for word in re.finditer(r"[^\W_]+", text):
+        for term in analyze(word.group()):
+            if term in wanted:
+                places.setdefault(term, []).append(word.start())
+    rarest = min(places.values(), key=len, default=None)
+    first = rarest[0] if rarest else 0
     start = max(0, min(first - width // 3, len(text) - width))
     body = text[start : start + width]
     return ("..." if start else "") + body + ("..." if start + width < len(text) else "")
