@@ -321,3 +321,58 @@ def test_restore_refuses_what_is_not_a_vestige_database(tmp_path: Path):
         backup_module.restore_database(tmp_path, target, force=True)
     url = runner.invoke(main, ["restore", str(bak), "--db", "postgresql://user@localhost/memory", "--force"])
     assert url.exit_code == 1 and "in place of a SQLite file" in url.output
+
+
+def page_size(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("old", ["backup", "target"])
+def test_restore_between_page_sizes_reaches_open_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str):
+    """Files made by earlier versions have 4 KiB pages, new ones 16 KiB. A database in WAL mode
+    cannot change its page size, and the backup API copies pages as they are: a restore across
+    the two rewrites the copy with the target's page size, and open readers see the backup."""
+    from vestige.store.sqlite import connection
+
+    with monkeypatch.context() as patched:
+        if old == "backup":
+            patched.setattr(connection, "PAGE_SIZE", 4096)
+        src, bak, at_a, at_b = _source_with_backup(tmp_path)
+    target = tmp_path / "target.sqlite"
+    with monkeypatch.context() as patched:
+        if old == "target":
+            patched.setattr(connection, "PAGE_SIZE", 4096)
+        with Memory(target, embedder="hash") as mem:
+            add_all(mem, make_sessions(5, seed=21, prefix="t"), app="a")
+    assert page_size(bak) == (4096 if old == "backup" else 16384)
+    assert page_size(target) == (4096 if old == "target" else 16384)
+    live = Memory(target, embedder="hash", create=False)
+    try:
+        answers(live)  # its caches hold the target's own state
+        done = CliRunner().invoke(main, ["restore", str(bak), "--db", str(target), "--force"])
+        assert done.exit_code == 0, done.output
+        assert "backup API into the existing database" in done.output
+        assert integrity(target) == "ok" and page_size(target) == (4096 if old == "target" else 16384)
+        assert answers(live) == at_a and answers(live, "b") == at_b
+    finally:
+        live.close()
+
+
+def test_new_files_have_16k_pages_and_old_files_keep_theirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from vestige.store.sqlite import connection
+
+    with Memory(tmp_path / "new.sqlite", embedder="hash") as mem:
+        add_all(mem, make_sessions(2, seed=1), app="a")
+    assert page_size(tmp_path / "new.sqlite") == connection.PAGE_SIZE == 16384
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "PAGE_SIZE", 4096)
+        with Memory(tmp_path / "old.sqlite", embedder="hash") as mem:
+            add_all(mem, make_sessions(2, seed=1), app="a")
+    with Memory(tmp_path / "old.sqlite", embedder="hash") as mem:  # reopened by this version
+        add_all(mem, make_sessions(2, seed=2, prefix="more"), app="a")
+        assert mem.stats()["apps"]["a"]["sessions"] == 4
+    assert page_size(tmp_path / "old.sqlite") == 4096

@@ -163,7 +163,7 @@ def _http_outcomes(mem: Memory, key: str) -> dict[str, tuple[int, dict]]:
 def _full(mem: Memory):
     conn = mem.store._db.conn
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
-    conn.execute(f"PRAGMA max_page_count = {pages + 1}")
+    conn.execute(f"PRAGMA max_page_count = {pages}")  # not one page more: a 16 KiB page holds a session
     try:
         yield
     finally:
@@ -231,13 +231,14 @@ def _tmpfs(tmp_path: Path, size: str):
 
 @needs_mount
 def test_a_really_full_disk_through_the_cli(tmp_path):
-    """A 600 KiB tmpfs: `vestige ingest` of a file that does not fit says so in one line."""
+    """A 1.2 MiB tmpfs (an empty database of 16 KiB pages takes ~0.4 MiB): `vestige ingest` of a
+    file that does not fit says so in one line."""
     big = tmp_path / "big.jsonl"
     rng = random.Random(3)
     big.write_text("".join(
         json.dumps({"session_id": f"b{i}", "messages": [{"role": "user", "content": " ".join(
             f"w{rng.randint(0, 10**6)}" for _ in range(300))}]}) + "\n" for i in range(200)))
-    with _tmpfs(tmp_path, "600k") as mnt:
+    with _tmpfs(tmp_path, "1200k") as mnt:
         db = mnt / "m.sqlite"
         with Memory(db, embedder="hash") as mem:
             mem.add_session([{"role": "user", "content": "stored before the disk filled"}], session_id="seed")

@@ -247,6 +247,7 @@ def _into_existing(tmp: Path, target: Path) -> bool:
             if "not a database" in str(exc).lower():
                 return False
             raise
+        _match_page_size(source, dest.execute("PRAGMA page_size").fetchone()[0])
         source.backup(dest)  # under the target's write lock, through its journal or WAL
         if dest.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
             # Best effort, without waiting long behind readers: the replaced pages leave the log.
@@ -259,6 +260,16 @@ def _into_existing(tmp: Path, target: Path) -> bool:
     finally:
         dest.close()
         source.close()
+
+
+def _match_page_size(copy: sqlite3.Connection, page_size: int) -> None:
+    """Rewrite the copy (a private file in rollback journal mode) with ``page_size``: the
+    backup API copies pages as they are, and a target in WAL mode cannot change its page size
+    (files of earlier versions have 4 KiB pages, new ones 16 KiB). VACUUM keeps every row and
+    id (every table that others refer to has an INTEGER PRIMARY KEY)."""
+    if copy.execute("PRAGMA page_size").fetchone()[0] != page_size:
+        copy.execute(f"PRAGMA page_size = {int(page_size)}")
+        copy.execute("VACUUM")
 
 
 def restore_database(src: str | os.PathLike[str], target: str | os.PathLike[str], *,
