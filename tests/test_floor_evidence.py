@@ -116,3 +116,13 @@ def test_minilm_answers_the_short_fact_case_and_the_cosine_switch_does_not(lisbo
 
 def test_minilm_answers_an_impersonal_off_topic_question_with_nothing(lisbon):
     assert lisbon.context("What is the melting point of tungsten?", app="me") == ""
+
+
+def test_us_in_capitals_is_the_country_not_the_pronoun():
+    """The analyzer folds case, so "the US" read as "us" made a question about the country
+    personal (answered down to the personal floor)."""
+    assert not speaks_in_person("What is the population of the US?")
+    assert not speaks_in_person("Which US state has the most lakes?")
+    assert speaks_in_person("Did you tell us about it?") and speaks_in_person("Can Maria join us?")
+    assert speaks_in_person("How long have my parents been staying with me in the US?")  # "my", "me"
+    assert speaks_in_person("TELL US MORE")  # all in capitals: the pronoun, as before

@@ -19,6 +19,7 @@ the memory holding most of its terms. Thresholds are per model (the embedder's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -58,8 +59,15 @@ class Floor:
         return Floor(self.cosine)
 
 
+#: "US" in capitals is the country ("the capital of the US"), not the pronoun: the analyzer
+#: folds case, so it is taken out before (unless the whole question is in capitals).
+_COUNTRY = re.compile(r"\bUS\b")
+
+
 def speaks_in_person(question: str) -> bool:
     """First or second person: the question is about the user or the conversation."""
+    if not question.isupper():
+        question = _COUNTRY.sub(" ", question)
     return not PERSONAL_WORDS.isdisjoint(analyze(question, keep_stopwords=True))
 
 
