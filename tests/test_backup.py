@@ -376,3 +376,64 @@ def test_new_files_have_16k_pages_and_old_files_keep_theirs(tmp_path: Path, monk
         add_all(mem, make_sessions(2, seed=2, prefix="more"), app="a")
         assert mem.stats()["apps"]["a"]["sessions"] == 4
     assert page_size(tmp_path / "old.sqlite") == 4096
+
+
+# -- compact -----------------------------------------------------------------------------------
+
+
+def test_compact_moves_an_old_file_to_16k_pages_and_gives_back_deleted_space(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    from vestige.store.sqlite import connection
+
+    db = tmp_path / "old.sqlite"
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "PAGE_SIZE", 4096)
+        with Memory(db, embedder="hash") as mem:
+            add_all(mem, make_sessions(30, seed=4), app="a")
+            add_all(mem, make_sessions(8, seed=2, prefix="b"), app="b")
+            for n in range(10, 30):
+                mem.delete(f"s{n}", app="a")
+            want = answers(mem), answers(mem, "b")
+            ids = [h.chunk_id for h in mem.search("garden river lantern", app="a", k=8)]
+    assert page_size(db) == 4096
+    result = CliRunner().invoke(main, ["compact", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "pages of 4096 -> 16384 bytes" in result.output and "integrity ok" in result.output
+    assert page_size(db) == 16384 and integrity(db) == "ok"
+    with Memory(db, embedder="hash", create=False) as mem:
+        assert (answers(mem), answers(mem, "b")) == want
+        assert [h.chunk_id for h in mem.search("garden river lantern", app="a", k=8)] == ids  # ids kept
+        add_all(mem, make_sessions(2, seed=5, prefix="new"), app="a")  # and it keeps working
+    again = CliRunner().invoke(main, ["compact", "--db", str(db)])
+    assert again.exit_code == 0 and "pages of 16384 -> 16384 bytes" in again.output
+
+
+def test_compact_refuses_a_file_another_program_holds_and_changes_nothing(tmp_path: Path):
+    db = tmp_path / "busy.sqlite"
+    holder = Memory(db, embedder="hash")
+    try:
+        add_all(holder, make_sessions(5, seed=1), app="a")
+        want = answers(holder)
+        before = db.read_bytes()
+        result = CliRunner().invoke(main, ["compact", "--db", str(db)])
+        assert result.exit_code == 1 and "open in another program" in result.output
+        assert "nothing was changed" in result.output and len(result.output.strip().splitlines()) == 1
+        assert db.read_bytes() == before and answers(holder) == want
+        add_all(holder, make_sessions(2, seed=3, prefix="more"), app="a")  # the holder still writes
+    finally:
+        holder.close()
+
+
+def test_compact_refuses_what_is_not_a_vestige_sqlite_file(tmp_path: Path):
+    runner = CliRunner()
+    missing = runner.invoke(main, ["compact", "--db", str(tmp_path / "none.sqlite")])
+    assert missing.exit_code == 1 and "no database at" in missing.output
+    other = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    refused = runner.invoke(main, ["compact", "--db", str(other)])
+    assert refused.exit_code == 1 and "another program" in refused.output
+    url = runner.invoke(main, ["compact", "--db", "postgresql://localhost/x"])
+    assert url.exit_code == 1 and "rewrites a SQLite file" in url.output

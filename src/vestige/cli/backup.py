@@ -1,4 +1,4 @@
-"""``vestige backup`` and ``vestige restore``: registered by vestige.cli.commands."""
+"""``vestige backup``, ``vestige restore`` and ``vestige compact``: registered by vestige.cli.commands."""
 
 from __future__ import annotations
 
@@ -56,13 +56,35 @@ def restore(src: str, db: str | None, force: bool) -> None:
     click.echo(f"restored {src} into {report.target}: {report.bytes} bytes, apps: {apps} ({report.method})")
 
 
-def _sqlite_file(location: str) -> str:
+@click.command()
+@db_option
+@fail_cleanly
+def compact(db: str | None) -> None:
+    """Rewrite the database file whole (SQLite's VACUUM), in this version's 16 KiB pages.
+
+    Gives the disk back the pages that deletes freed, and moves a file made by an earlier
+    version (4 KiB pages) to the page size that reads its postings faster. Every row and id is
+    kept. It needs the file to itself: with another program holding it open it changes
+    nothing and says so. It needs free disk for a full copy of the file while it runs.
+    """
+    from ..store.sqlite.compact import compact_database
+
+    location = _sqlite_file(db_location(db), "compact")
+    start = time.perf_counter()
+    report = compact_database(location)
+    elapsed = time.perf_counter() - start
+    click.echo(f"compacted {report.path}: {report.bytes_before} -> {report.bytes_after} bytes, pages of "
+               f"{report.page_size_before} -> {report.page_size_after} bytes, in {elapsed:.2f}s (integrity ok)")
+
+
+def _sqlite_file(location: str, command: str = "restore") -> str:
     """The file a --db location names (a path or sqlite:///PATH, as open_store reads them)."""
     scheme, sep, rest = location.partition("://")
     if (sep and scheme != "sqlite") or location == ":memory:":
-        raise ConfigError(f"vestige restore puts a backup in place of a SQLite file, not {location!r}; "
-                          "restore other stores with their own tools")
+        what = {"restore": "puts a backup in place of", "compact": "rewrites"}[command]
+        raise ConfigError(f"vestige {command} {what} a SQLite file, not {location!r}; "
+                          f"{command} other stores with their own tools")
     return (rest[1:] if rest.startswith("/") else rest) if sep else location
 
 
-commands = (backup, restore)
+commands = (backup, restore, compact)
