@@ -437,3 +437,25 @@ def test_compact_refuses_what_is_not_a_vestige_sqlite_file(tmp_path: Path):
     assert refused.exit_code == 1 and "another program" in refused.output
     url = runner.invoke(main, ["compact", "--db", "postgresql://localhost/x"])
     assert url.exit_code == 1 and "rewrites a SQLite file" in url.output
+
+
+def test_doctor_suggests_compact_for_a_file_of_4k_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from vestige.store.sqlite import connection
+
+    old, new = tmp_path / "old.sqlite", tmp_path / "new.sqlite"
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "PAGE_SIZE", 4096)
+        with Memory(old, embedder="hash") as mem:
+            add_all(mem, make_sessions(2, seed=1), app="a")
+    with Memory(new, embedder="hash") as mem:
+        add_all(mem, make_sessions(2, seed=1), app="a")
+    runner = CliRunner()
+    said = runner.invoke(main, ["doctor", "--db", str(old), "--embedder", "hash"])
+    assert said.exit_code == 0 and "pages of 4096 bytes" in said.output and "vestige compact" in said.output
+    quiet = runner.invoke(main, ["doctor", "--db", str(new), "--embedder", "hash"])
+    assert quiet.exit_code == 0 and "vestige compact" not in quiet.output
+    import gc
+
+    gc.collect()  # the CLI's commands leave their memory to the process's end: close doctor's here
+    assert runner.invoke(main, ["compact", "--db", str(old)]).exit_code == 0
+    assert "vestige compact" not in runner.invoke(main, ["doctor", "--db", str(old), "--embedder", "hash"]).output

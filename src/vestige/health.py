@@ -26,6 +26,7 @@ from . import lexical
 from .embed.base import dequantize, quantize
 from .memory import Memory
 from .store.base import LexicalUnavailable, open_store
+from .store.sqlite.connection import PAGE_SIZE
 from .vectors import exact, int8_scan
 
 PROBE_TEXT = "vestige health probe: the quartz lighthouse keeper feeds seventeen herons"
@@ -187,6 +188,11 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
     """
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
+    pages = getattr(memory.store, "page_size", None)
+    if callable(pages) and memory.store.size_bytes() is not None and pages() < PAGE_SIZE:
+        report.add(True, f"database pages of {pages()} bytes, as earlier versions wrote them: `vestige compact` "
+                         f"rewrites the file in {PAGE_SIZE}-byte pages (smaller, faster to search; it needs "
+                         "the file to itself)")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
     report.add(True, f"exact dense scan of apps over {exact.FULL_SCAN_MAX:,} chunks: {int8_scan.describe()}")
     report.channels = probe_channels(memory)

@@ -381,6 +381,11 @@ class SQLiteStore(Store):
 
     # -- size -------------------------------------------------------------------------------------
 
+    def page_size(self) -> int:
+        """The file's page size in bytes (files of earlier versions: 4 KiB; new ones: 16 KiB)."""
+        with self._db.snapshot() as cur:
+            return int(cur.execute("PRAGMA page_size").fetchone()[0])
+
     def size_bytes(self) -> int | None:
         if self._db.in_memory or not Path(self.path).exists():
             return None
