@@ -188,9 +188,10 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
     """
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
-    pages = getattr(memory.store, "page_size", None)
-    if callable(pages) and memory.store.size_bytes() is not None and pages() < PAGE_SIZE:
-        report.add(True, f"database pages of {pages()} bytes, as earlier versions wrote them: `vestige compact` "
+    page_size = getattr(memory.store, "page_size", None)  # SQLite files only
+    pages = page_size() if callable(page_size) and memory.store.size_bytes() is not None else PAGE_SIZE
+    if pages < PAGE_SIZE:
+        report.add(True, f"database pages of {pages} bytes, as earlier versions wrote them: `vestige compact` "
                          f"rewrites the file in {PAGE_SIZE}-byte pages (smaller, faster to search; it needs "
                          "the file to itself)")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")

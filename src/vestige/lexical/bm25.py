@@ -137,9 +137,9 @@ class Layout:
         short = self.short_lengths
         if short is None:
             return np.take(self.norm(avgdl, k1, b), pos)
-        top_length = int(short.max()) if len(short) else 0
-        table = self._cached(("lengths", avgdl, k1, b),
-                             lambda: length_norm(np.arange(top_length + 1, dtype=np.float64), avgdl, k1, b))
+        # The table's size is the snapshot's longest chunk: read once, when the table is built.
+        table = self._cached(("lengths", avgdl, k1, b), lambda: length_norm(
+            np.arange(int(short.max()) + 1 if len(short) else 1, dtype=np.float64), avgdl, k1, b))
         return np.take(table, np.take(short, pos))
 
     def _cached(self, key: tuple, compute) -> np.ndarray:
