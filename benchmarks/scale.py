@@ -16,7 +16,8 @@ medians over ``--repeats`` passes of every query, interleaved so load hits all a
 * numpy: the same int8 matrix dequantised once, ``M @ q`` plus an argpartition top-200 — the
   physical floor the exact dense path is compared with (``ratio`` = vestige / numpy);
 * dense exact, dense hnsw (ANN + exact re-rank), BM25 alone, hybrid ``Memory.search`` (k=32,
-  no second stage) with each dense index;
+  no second stage) with each dense index; BM25 alone and the hnsw hybrid again with BM25 scored
+  by numpy instead of the C extension (``*_numpy``; the same where it is not built);
 * recall@200 of the hnsw dense ranking against the exact one (ids);
 * cold start in a new process: open the file, first query (hybrid), per dense index.
 
@@ -363,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         result[f"first_search_{dense}_s"] = time.perf_counter() - t0
         log(f"  first search {dense}: {result[f'first_search_{dense}_s']:.2f} s")
     exact, hnsw = memories["exact"], memories["hnsw"]
+    # The same search with BM25 scored by numpy instead of the C extension (when it is built).
+    hnsw_numpy = Memory(path, embedder=LookupEmbedder(lookup), reranker=None, floor=None, dense="hnsw")
+    hnsw_numpy.lexical.compiled = False
+    hnsw_numpy.search(texts[0], app=APP, k=32, rerank=False)
     batch = exact.store.read_vectors(APP, 0)
     matrix = dequantize(batch.vectors)
     ids = batch.ids
@@ -379,8 +384,10 @@ def main(argv: list[str] | None = None) -> int:
         "dense_exact": lambda i: exact.dense.search(APP, qvecs[i][None], DEPTH),
         "dense_hnsw": lambda i: hnsw.dense.search(APP, qvecs[i][None], DEPTH),
         "bm25": lambda i: exact.lexical.search(APP, terms[i], DEPTH),
+        "bm25_numpy": lambda i: hnsw_numpy.lexical.search(APP, terms[i], DEPTH),
         "hybrid_exact": lambda i: exact.search(texts[i], app=APP, k=32, rerank=False),
         "hybrid_hnsw": lambda i: hnsw.search(texts[i], app=APP, k=32, rerank=False),
+        "hybrid_hnsw_numpy_bm25": lambda i: hnsw_numpy.search(texts[i], app=APP, k=32, rerank=False),
     }
     passes: dict[str, list[float]] = {m: [] for m in methods}
     for r in range(args.repeats):

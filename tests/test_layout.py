@@ -18,11 +18,16 @@ def _modules() -> dict[str, Path]:
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    # A C extension's source is a module too (it imports nothing of vestige's).
+    for path in PACKAGE.rglob("*.c"):
+        out[".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)] = path
     return out
 
 
 def _top_level_imports(name: str, path: Path, known: set[str]) -> set[str]:
     """The vestige modules a module imports when it is loaded (not inside functions)."""
+    if path.suffix == ".c":
+        return set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
     for node in ast.parse(path.read_text()).body:

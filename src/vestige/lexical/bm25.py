@@ -10,6 +10,7 @@ with the non-negative idf of Lucene (also bm25s' default "lucene" method):
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +22,13 @@ from ..ranking import Ranking, top
 from ..store.base import DocLengths, LexicalUnavailable, Store
 from .postings import BLOCK_BITS
 from .state import status_reason
+
+try:  # the compiled accumulation (setup.py builds it where a C compiler is present)
+    from . import _accumulate as kernel
+except ImportError:  # numpy does the same work, to the same floats
+    kernel = None
+if sys.byteorder != "little":  # it reads the blocks' little-endian uint16 as native
+    kernel = None
 
 K1 = 1.5
 B = 0.75
@@ -137,10 +145,15 @@ class Layout:
         short = self.short_lengths
         if short is None:
             return np.take(self.norm(avgdl, k1, b), pos)
+        return np.take(self.length_table(avgdl, k1, b), np.take(short, pos))
+
+    def length_table(self, avgdl: float, k1: float, b: float) -> np.ndarray:
+        """``length_norm`` of each whole length from 0 to the longest chunk's (with short_lengths)."""
+        short = self.short_lengths
+        assert short is not None
         # The table's size is the snapshot's longest chunk: read once, when the table is built.
-        table = self._cached(("lengths", avgdl, k1, b), lambda: length_norm(
+        return self._cached(("lengths", avgdl, k1, b), lambda: length_norm(
             np.arange(int(short.max()) + 1 if len(short) else 1, dtype=np.float64), avgdl, k1, b))
-        return np.take(table, np.take(short, pos))
 
     def _cached(self, key: tuple, compute) -> np.ndarray:
         cached = self.norms.get(key)
@@ -189,8 +202,10 @@ class LexicalChannel:
 
     RETRIES = 3  # reads racing a writer: re-read until the lengths and blocks agree
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, compiled: bool = True):
         self.store = store
+        # False: numpy scores even where the C extension is built (the same floats; benchmarks).
+        self.compiled = compiled
         self._lengths: dict[str, DocLengths] = {}
         self._layouts: dict[str, Layout] = {}
         self._lock = threading.Lock()
@@ -272,7 +287,8 @@ class LexicalChannel:
         n_docs, total_len = read.stats.n_docs, read.stats.total_len
         if not unique or n_docs == 0 or not read.blocks:
             return []
-        return score_blocks(read.blocks, self._layout(app, lengths), n_docs, total_len, depth, k1, b, allowed)
+        return score_blocks(read.blocks, self._layout(app, lengths), n_docs, total_len, depth, k1, b, allowed,
+                            self.compiled)
 
 
 def score_blocks(
@@ -284,6 +300,7 @@ def score_blocks(
     k1: float,
     b: float,
     allowed: np.ndarray | None = None,
+    compiled: bool = True,
 ) -> list[tuple[int, float]]:
     """BM25 of every chunk the blocks reach; terms in ascending term id (a fixed summation order).
     ``allowed`` (ascending chunk ids): only those may rank, filtered before the top is cut.
@@ -291,6 +308,9 @@ def score_blocks(
     Every term's postings are decoded and scored in one pass of array operations (per-term
     work was ~20 us a term in numpy calls alone), then one scatter-add over positions in the
     length array (no sort of the matched ids). The floats are those of ``term_scores``.
+
+    ``compiled``: where the extension is built (and the chunk ids are contiguous, the usual
+    single-app file), the same sums in one compiled pass (``_score_compiled``).
     """
     if not isinstance(layout, Layout):
         layout = Layout.of(layout)
@@ -298,6 +318,11 @@ def score_blocks(
     avgdl = total_len / n_docs
     n = len(lengths.ids)
     terms = [term_id for term_id in sorted(blocks) if blocks[term_id]]
+    if kernel is not None and compiled and layout.short_lengths is not None and (
+            layout.contiguous or (layout.table is not None and layout.table.dtype == np.int32)):
+        compiled_ranking = _score_compiled(blocks, terms, layout, n_docs, avgdl, depth, k1, b, allowed)
+        if compiled_ranking is not None:
+            return compiled_ranking
     rows = [row for term_id in terms for row in blocks[term_id]]
     if not rows:
         return []
@@ -344,6 +369,38 @@ def score_blocks(
     # depth kept are looked up, not every chunk reached.
     ranked = top(found, summed[found], depth)
     return Ranking(lengths.ids[ranked.ids], ranked.scores)
+
+
+def _score_compiled(blocks: dict[int, list[tuple[int, bytes]]], terms: list[int], layout: Layout,
+                    n_docs: int, avgdl: float, depth: int, k1: float, b: float,
+                    allowed: np.ndarray | None) -> Ranking | None:
+    """``score_blocks``' ranking from sums computed in C (``_accumulate.c``): every float the
+    same, each posting read once, a block of chunk ids summed at a time in a window that stays
+    in cache. None (numpy takes over) when a posting is outside the snapshot's lengths (a
+    racing writer: numpy drops those and counts df without them) or the rows are not (int,
+    bytes) tuples in ascending block order."""
+    assert kernel is not None and layout.short_lengths is not None
+    rows = [blocks[term_id] for term_id in terms]
+    try:
+        per_term = kernel.postings_per_term(rows)
+    except TypeError:
+        return None
+    room = max(sum(per_term), 1)
+    # Untouched pages of these cost nothing: with a depth, only the few chunks that can still
+    # rank are written (every chunk reached when an allowed set filters them afterwards).
+    found, scores = np.empty(room, np.int64), np.empty(room, np.float64)
+    kept, bad = kernel.score(rows, [float(idf(n_docs, df)) for df in per_term], int(layout.lengths.ids[0]),
+                             BLOCK_BITS, None if layout.contiguous else layout.table, layout.short_lengths, layout.length_table(avgdl, k1, b), k1 + 1.0,
+                             depth if allowed is None else 0, found, scores)
+    if bad:
+        return None
+    found, scores = found[:kept], scores[:kept]
+    ids = layout.lengths.ids
+    if allowed is not None:
+        inside = np.isin(ids[found], allowed, assume_unique=True)
+        found, scores = found[inside], scores[inside]
+    ranked = top(found, scores, depth)
+    return Ranking(ids[ranked.ids], ranked.scores)
 
 
 def _cut_at_most(summed: np.ndarray, per_term: list[np.ndarray], depth: int) -> float | None:
