@@ -1,5 +1,5 @@
-"""The HNSW index's search settings at one size: candidates asked of the graph (1x or 2x the
-depth) x ``expansion_search``, p50 latency of the dense search and recall@200 against the exact
+"""The HNSW index's search settings at one size: candidates asked of the graph (``--oversamples``
+times the depth, 1x and 2x by default) x ``expansion_search``, p50 latency of the dense search and recall@200 against the exact
 scan, on a database built by ``benchmarks/scale.py`` (the same queries as that script).
 
     python benchmarks/scale.py --size 100000 --build-only          # once
@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default="/tmp/vestige-scale")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--expansions", default="512,1024,1536,2048")
+    parser.add_argument("--oversamples", default="1,2", help="candidates asked per depth, re-ranked exactly")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     path = Path(args.workdir) / f"scale-{args.size}.sqlite"
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
     ann.search(scale.APP, vectors[0][None], DEPTH)  # loads (or builds) the graph
     rows = []
-    for oversample in (1, 2):
+    for oversample in (int(x) for x in args.oversamples.split(",")):
         for expansion in (int(x) for x in args.expansions.split(",")):
             ann.oversample = oversample
             ann._graphs[scale.APP].index.expansion_search = expansion
