@@ -220,3 +220,29 @@ def test_the_binary_search_addressing_stays_with_numpy(monkeypatch):
     assert not layout.contiguous and layout.table is None
     monkeypatch.setattr(bm25.kernel, "score", lambda *args: pytest.fail("kernel used"))
     assert score_blocks(blocks_of(rng, ids, 3), layout, len(ids), int(lengths.lengths.sum()), 50, K1, B)
+
+
+def test_doctor_says_what_scores_bm25(tmp_path, monkeypatch):
+    from vestige import Memory, health
+
+    mem = Memory(tmp_path / "d.sqlite", embedder="hash")
+    line = next(line for line in health.check(mem).lines if "BM25 scoring" in line)
+    assert ("compiled" in line) == (bm25.kernel is not None)
+    monkeypatch.setattr(bm25, "kernel", None)
+    line = next(line for line in health.check(mem).lines if "BM25 scoring" in line)
+    assert "numpy" in line and "C compiler" in line
+    mem.close()
+
+
+def test_without_the_extension_numpy_gives_the_same_search(tmp_path, monkeypatch):
+    """The install without a C compiler: every search answers as with the extension."""
+    from vestige import Memory, SessionInput
+
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash")
+    mem.add_sessions([SessionInput([{"role": "user", "content": f"note {i}: the heron flew over lighthouse {i % 7}"}],
+                                   f"s{i}") for i in range(300)], app="a")
+    with_kernel = mem.search("heron lighthouse 3", app="a", k=10)
+    monkeypatch.setattr(bm25, "kernel", None)
+    without = mem.search("heron lighthouse 3", app="a", k=10)
+    assert with_kernel and [(h.chunk_id, h.scores) for h in with_kernel] == [(h.chunk_id, h.scores) for h in without]
+    mem.close()

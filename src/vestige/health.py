@@ -24,6 +24,7 @@ import numpy as np
 
 from . import lexical
 from .embed.base import dequantize, quantize
+from .lexical import bm25
 from .memory import Memory
 from .store.base import LexicalUnavailable, open_store
 from .store.sqlite.connection import PAGE_SIZE
@@ -196,6 +197,7 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
                          "the file to itself)")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
     report.add(True, f"exact dense scan of apps over {exact.FULL_SCAN_MAX:,} chunks: {int8_scan.describe()}")
+    report.add(True, f"BM25 scoring: {bm25.describe()}")
     report.channels = probe_channels(memory)
     for name, result in report.channels.items():
         detail = f"{result['ms']} ms" if "ms" in result else ""
