@@ -246,3 +246,14 @@ def test_without_the_extension_numpy_gives_the_same_search(tmp_path, monkeypatch
     without = mem.search("heron lighthouse 3", app="a", k=10)
     assert with_kernel and [(h.chunk_id, h.scores) for h in with_kernel] == [(h.chunk_id, h.scores) for h in without]
     mem.close()
+
+
+@needs_kernel
+def test_a_depth_beyond_the_postings_allocates_nothing_for_it():
+    """k is the caller's: a depth of a billion must not ask for a heap of a billion floats (nor
+    one whose size in bytes overflows)."""
+    ids, lengths, blocks = random_app(3, 2_000, 3)
+    layout = Layout.of(lengths)
+    for depth in (10**9, 2**62):
+        compiled, plain = both(blocks, layout, len(ids), int(lengths.lengths.sum()), depth)
+        assert compiled and compiled == plain

@@ -141,8 +141,7 @@ static PyObject *score(PyObject *self, PyObject *args) {
     cursor = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n_terms + 1));
     window = PyMem_Calloc((size_t)span, sizeof(double));
     reached = PyMem_Malloc(sizeof(uint16_t) * (size_t)span);
-    best = PyMem_Malloc(sizeof(double) * (size_t)(depth > 0 ? depth : 1));
-    if (!rows || !term_start || !cursor || !window || !reached || !best) {
+    if (!rows || !term_start || !cursor || !window || !reached) {
         PyErr_NoMemory();
         goto done;
     }
@@ -163,12 +162,19 @@ static PyObject *score(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "positions and sums must have room for every posting");
         goto done;
     }
+    /* No more chunks can be reached than there are postings: a depth beyond that keeps all. */
+    Py_ssize_t cap = depth <= 0 || depth >= total ? 0 : depth;
+    best = PyMem_Malloc(sizeof(double) * (size_t)(cap > 0 ? cap : 1));
+    if (!best) {
+        PyErr_NoMemory();
+        goto done;
+    }
 
     const uint16_t *len_of = lengths.buf;
     const double *norm = table.buf;
     int64_t *out_positions = positions.buf;
     double *out_sums = sums_out.buf;
-    Heap heap = {best, 0, depth > 0 ? depth : 0};
+    Heap heap = {best, 0, cap};
     Py_ssize_t k = 0;
     if (!bad) {
         Py_BEGIN_ALLOW_THREADS
