@@ -257,3 +257,13 @@ def test_a_depth_beyond_the_postings_allocates_nothing_for_it():
     for depth in (10**9, 2**62):
         compiled, plain = both(blocks, layout, len(ids), int(lengths.lengths.sum()), depth)
         assert compiled and compiled == plain
+
+
+def test_an_empty_lengths_snapshot_scores_nothing_on_either_path():
+    """Postings read while the lengths snapshot holds no chunk (a racing delete of the app)."""
+    rng = np.random.default_rng(0)
+    ids = np.arange(1, 500, dtype=np.int64)
+    blocks = blocks_of(rng, ids, 2)
+    empty = DocLengths(None, np.zeros(0, np.int64), np.zeros(0, np.float64))
+    for compiled in (True, False):
+        assert score_blocks(blocks, Layout.of(empty), 10, 100, 20, K1, B, compiled=compiled) == []

@@ -317,8 +317,8 @@ def score_blocks(
     work was ~20 us a term in numpy calls alone), then one scatter-add over positions in the
     length array (no sort of the matched ids). The floats are those of ``term_scores``.
 
-    ``compiled``: where the extension is built (and the chunk ids are contiguous, the usual
-    single-app file), the same sums in one compiled pass (``_score_compiled``).
+    ``compiled``: where the extension is built, the same sums in one compiled pass
+    (``_score_compiled``; ``_compiled_serves`` says for which layouts).
     """
     if not isinstance(layout, Layout):
         layout = Layout.of(layout)
@@ -326,8 +326,7 @@ def score_blocks(
     avgdl = total_len / n_docs
     n = len(lengths.ids)
     terms = [term_id for term_id in sorted(blocks) if blocks[term_id]]
-    if kernel is not None and compiled and layout.short_lengths is not None and (
-            layout.contiguous or (layout.table is not None and layout.table.dtype == np.int32)):
+    if compiled and _compiled_serves(layout):
         compiled_ranking = _score_compiled(blocks, terms, layout, n_docs, avgdl, depth, k1, b, allowed)
         if compiled_ranking is not None:
             return compiled_ranking
@@ -379,6 +378,14 @@ def score_blocks(
     return Ranking(lengths.ids[ranked.ids], ranked.scores)
 
 
+def _compiled_serves(layout: Layout) -> bool:
+    """The kernel takes contiguous ids (one app in the file) and an int32 position table (apps
+    interleaved), with whole lengths that fit uint16; numpy serves the rest (a binary search over
+    sparse ids, fractional lengths)."""
+    return (kernel is not None and layout.short_lengths is not None and len(layout.lengths.ids) > 0
+            and (layout.contiguous or (layout.table is not None and layout.table.dtype == np.int32)))
+
+
 def _score_compiled(blocks: dict[int, list[tuple[int, bytes]]], terms: list[int], layout: Layout,
                     n_docs: int, avgdl: float, depth: int, k1: float, b: float,
                     allowed: np.ndarray | None) -> Ranking | None:
@@ -397,13 +404,14 @@ def _score_compiled(blocks: dict[int, list[tuple[int, bytes]]], terms: list[int]
     # Untouched pages of these cost nothing: with a depth, only the few chunks that can still
     # rank are written (every chunk reached when an allowed set filters them afterwards).
     found, scores = np.empty(room, np.int64), np.empty(room, np.float64)
-    kept, bad = kernel.score(rows, [float(idf(n_docs, df)) for df in per_term], int(layout.lengths.ids[0]),
-                             BLOCK_BITS, None if layout.contiguous else layout.table, layout.short_lengths, layout.length_table(avgdl, k1, b), k1 + 1.0,
-                             depth if allowed is None else 0, found, scores)
+    ids = layout.lengths.ids
+    kept, bad = kernel.score(
+        rows, [float(idf(n_docs, df)) for df in per_term], int(ids[0]), BLOCK_BITS,
+        None if layout.contiguous else layout.table, layout.short_lengths, layout.length_table(avgdl, k1, b),
+        k1 + 1.0, depth if allowed is None else 0, found, scores)
     if bad:
         return None
     found, scores = found[:kept], scores[:kept]
-    ids = layout.lengths.ids
     if allowed is not None:
         inside = np.isin(ids[found], allowed, assume_unique=True)
         found, scores = found[inside], scores[inside]
