@@ -7,7 +7,7 @@ knows nothing about (benchmarks/data/offtopic_questions.txt, written before any 
 seen; LongMemEval haystacks each get one, round-robin, so every off-topic question is asked 4
 times; every LoCoMo conversation gets all 60). It records the best dense cosine search saw
 (``Results.best_cosine``) and the evidence floor's question-side signals (lexical coverage;
-``personal``: first/second person or a name the memory holds, vestige.read.floor), one row per
+``personal``: first/second person or a name the memory holds whole, vestige.read.floor), one row per
 question, and derives the cosine floor's trade-off table from the rows: floor -> legitimate
 questions lost, abstention and off-topic questions answered with nothing
 (``benchmarks/floor_cv.py`` cross-validates the evidence floor on the same rows).
@@ -20,7 +20,8 @@ questions lost, abstention and off-topic questions answered with nothing
 ``--personal`` asks the personal-sounding off-topic questions
 (benchmarks/data/offtopic_personal_questions.txt) into rows_personal.jsonl. ``--signals``
 re-reads only the lexical indexes (built with the instant hash embedder: an index does not
-depend on the embedder) to add the question-side signals to rows recorded before they existed,
+depend on the embedder) to add the question-side signals to rows recorded before they existed
+(or re-derive ``personal`` when its definition changes, recorded as ``personal_signal``),
 checking that each row's coverage comes out as recorded.
 
 The floor sits on the cosine, not on RRF scores, which carry only ranks.
@@ -49,6 +50,11 @@ PERSONAL = Path(__file__).with_name("data") / "offtopic_personal_questions.txt"
 FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.18])  # 0.18: MiniLM's chosen floor
 
 
+#: How ``personal`` was derived: a name counts when the memory holds every word of it (before:
+#: any one word; vestige.read.floor.is_personal).
+PERSONAL_SIGNAL = "name held whole"
+
+
 def offtopic_questions(path: Path = OFFTOPIC) -> list[str]:
     lines = path.read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
@@ -70,7 +76,7 @@ def _evidence(memory: Memory, question: str) -> dict:
 def _row(memory: Memory, dataset: str, row_id: str, kind: str, question: str) -> dict:
     best = memory.search(question, app="floor", k=1).best_cosine
     return {"dataset": dataset, "id": row_id, "kind": kind, "question": question, "best_cosine": best,
-            **_evidence(memory, question)}
+            **_evidence(memory, question), "lexical_version": lexical.VERSION, "personal_signal": PERSONAL_SIGNAL}
 
 
 def _kind(question) -> str:
@@ -142,12 +148,20 @@ def _signals(memory: Memory, row: dict) -> dict:
     evidence = _evidence(memory, row["question"])
     # The coverage is re-derived by this vestige's analyzer (version 3: stems), which the
     # library's floor reads; the best cosine, from the dense channel, does not depend on it.
-    return {**row, **evidence, "lexical_version": lexical.VERSION}
+    return {**row, **evidence, "lexical_version": lexical.VERSION, "personal_signal": PERSONAL_SIGNAL}
 
 
-def add_signals(folder: Path) -> None:
+def _coverage_moved(old: dict, new: dict) -> bool:
+    """A row already on this analyzer whose coverage does not come out as recorded (the index is
+    rebuilt with another embedder: only a question-side signal whose definition changed may move)."""
+    return (old.get("lexical_version") == lexical.VERSION and "coverage" in old
+            and abs(new["coverage"] - old["coverage"]) > 1e-12)
+
+
+def add_signals(folder: Path) -> int:
     """Record the question-side evidence (``personal``) on every row of rows.jsonl and
-    rows_personal.jsonl, computed by the library's floor over each haystack's lexical index."""
+    rows_personal.jsonl, computed by the library's floor over each haystack's lexical index.
+    Writes nothing (and returns 1) when a row's coverage does not come out as recorded."""
     files = [folder / name for name in ("rows.jsonl", "rows_personal.jsonl") if (folder / name).exists()]
     tables = {path: [json.loads(line) for line in open(path)] for path in files}
     by_haystack: dict[tuple[str, str], list[dict]] = {}
@@ -166,11 +180,21 @@ def add_signals(folder: Path) -> None:
         for row in rows:
             done[id(row)] = _signals(memory, row)
         memory.close()
+    moved = [row for rows in tables.values() for row in rows if id(row) in done and _coverage_moved(row, done[id(row)])]
+    for row in moved:
+        print(f"{row['dataset']} {row['id']}: coverage {done[id(row)]['coverage']} where {row['coverage']} was recorded",
+              file=sys.stderr)
+    if moved:
+        return 1
+    flipped = sum(row.get("personal") != done[id(row)]["personal"] for rows in tables.values() for row in rows
+                  if id(row) in done)
+    print(f"coverage as recorded on every row; personal changed on {flipped}")
     for path, rows in tables.items():
         assert all(id(row) in done for row in rows), f"{path}: rows of no dev haystack"
         with open(path, "w") as f:
             for row in rows:
                 f.write(json.dumps(done[id(row)]) + "\n")
+    return 0
 
 
 def table(rows: list[dict]) -> list[dict]:
@@ -215,7 +239,7 @@ if __name__ == "__main__":
     parser.add_argument("--signals", type=Path, help="Add the question-side evidence to a finished run's rows.")
     args = parser.parse_args()
     if args.signals:
-        sys.exit(add_signals(args.signals) or 0)
+        sys.exit(add_signals(args.signals))
     if args.personal:
         sys.exit(run_personal(args.out, args.personal, args.limit) or 0)
     sys.exit(check(args.check) if args.check else run(args.out, args.limit) or 0)

@@ -166,7 +166,8 @@ def run_evidence(rows: list[dict], personal: list[dict], conservative: bool = Tr
         return [r for r in part if r["dataset"] == ds]
 
     out: dict = {"rule": f"nothing when best cosine < {PERSONAL_FLOOR}; otherwise, for a question neither in the "
-                         f"first/second person nor naming something the memory holds, when best cosine < {SHIPPED} "
+                         "first/second person nor naming something the memory holds (every word of the name), "
+                         f"when best cosine < {SHIPPED} "
                          "or best cosine < b and lexical coverage < c",
                  "fit": "conservative" if conservative else "impersonal legitimate questions only",
                  "shipped_cosine_only": {ds: {**score(of(rows, ds), SHIPPED, 0.0),

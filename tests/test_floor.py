@@ -107,3 +107,37 @@ def test_the_studys_rule_is_the_librarys():
                 count = (lambda k: lambda terms: 0 if terms == ["ljubljana"] else k)(held)
                 expected = verdict(floor, cosine, question, count) is not None
                 assert bool(module.evidence_empty([row], 0.25, 0.70)[0]) == expected, (cosine, question, held)
+
+
+def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> None:
+    """The rows' ``personal`` and coverage are what vestige.read.floor gives today over each LoCoMo
+    conversation's lexical index (hash embedder: the index does not depend on it), so a change to
+    the rule (a name counts when every word of it is held) cannot leave the calibration stale."""
+    import pytest
+
+    script = _floor_script()
+    path = script.DATA / "locomo_dev.json.gz"
+    if not path.exists():
+        pytest.skip("no LoCoMo dev data")
+    from vestige.bench.data import load_locomo
+
+    folder = ROOT / "benchmarks" / "floor_calibration"
+    rows = [json.loads(line) for name in ("rows.jsonl", "rows_personal.jsonl") for line in open(folder / name)]
+    assert all(r["personal_signal"] == script.PERSONAL_SIGNAL for r in rows)
+    by_unit: dict[str, list[dict]] = {}
+    for row in rows:
+        if row["dataset"] == "locomo":
+            by_unit.setdefault(row["id"].split(":")[0], []).append(row)
+    checked = 0
+    for haystack in load_locomo(str(path)):
+        memory = script._signal_memory(haystack)
+        for row in by_unit.pop(haystack.unit):
+            evidence = script._evidence(memory, row["question"])
+            assert evidence["personal"] == row["personal"], row["id"]
+            assert abs(evidence["coverage"] - row["coverage"]) < 1e-12, row["id"]
+            checked += 1
+        memory.close()
+    assert not by_unit and checked > 2000
+    # The rule at work: one word of "Great Red Spot" held is not the name held.
+    spot = next(r for r in rows if r["id"] == "conv-42:offtopic21")
+    assert "Great Red Spot" in spot["question"] and not spot["personal"]

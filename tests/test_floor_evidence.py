@@ -8,7 +8,7 @@ import pytest
 from vestige import Memory
 from vestige.errors import ConfigError
 from vestige.lexical import analyze, stem
-from vestige.read.floor import Floor, coverage, is_personal, names, speaks_in_person, verdict
+from vestige.read.floor import Floor, coverage, holds_name, is_personal, names, speaks_in_person, verdict, whole_names
 
 FLOOR = Floor(cosine=0.18, personal=0.10, weak_cosine=0.25, coverage=0.70)
 
@@ -68,6 +68,33 @@ def test_a_name_the_memory_holds_makes_a_question_personal():
     assert verdict(FLOOR, 0.15, question, holding("move")) is not None
 
 
+def test_a_name_counts_only_when_the_memory_holds_every_word_of_it():
+    """A memory that says "red" somewhere is not about the Great Red Spot: with any one word of
+    a name enough, that off-topic question skipped the impersonal floors."""
+    question = "Which planet has the Great Red Spot?"
+    assert whole_names(question) == [["great", "red", "spot"]]
+    assert not is_personal(question, holding("red"))
+    assert not is_personal(question, holding("great", "red"))
+    assert verdict(FLOOR, 0.22, question, holding("red", "planet")) is not None  # impersonal: 2 of 4 held
+    assert is_personal(question, holding("great", "red", "spot"))
+    assert verdict(FLOOR, 0.15, question, holding("great", "red", "spot")) is None
+
+
+def test_each_name_is_read_whole_and_one_held_name_is_enough():
+    question = "When did Caroline and Melanie see Ada Lovelace's portrait?"
+    assert whole_names(question) == [["carolin"], ["melani"], ["ada", "lovelac"]]
+    assert is_personal(question, holding("melanie"))  # a person the memory knows
+    assert is_personal(question, holding("ada", "lovelace"))
+    assert not is_personal(question, holding("ada"))  # a first name alone is not Ada Lovelace
+    # A name does not run on into the next sentence.
+    assert whole_names("I met Tomasz. Tomasz Gdansk left?") == [["tomasz"], ["tomasz", "gdansk"]]
+
+
+def test_a_name_is_not_held_without_a_usable_index():
+    assert not holds_name(["carolin"], no_index) and not holds_name([], holding())
+    assert not is_personal("When did Caroline paint?", no_index)
+
+
 def test_without_a_lexical_index_an_impersonal_question_gets_the_cosine_floor():
     question = "Which river flows through Ljubljana?"
     assert verdict(FLOOR, 0.15, question, no_index) is not None
@@ -82,6 +109,10 @@ def test_search_reads_the_memorys_own_index(tmp_path):
     assert memory.search("When did Caroline adopt the dog?", app="a")  # a name the memory holds
     empty = memory.search("Which element is tungsten?", app="a")
     assert list(empty) == [] and "impersonal" in empty.notes[0]
+    # One word of a name held ("Pixel"), not all of it: not a name the memory holds.
+    empty = memory.search("Who designed the Pixel Watch?", app="a")
+    assert list(empty) == [] and "impersonal" in empty.notes[0]
+    assert memory.search("Who designed Pixel?", app="a")  # the name the memory holds, whole
     # The lexical kill switch: no index read, so a name cannot make the question personal.
     assert list(memory.derive(lexical_fusion=False).search("When did Caroline adopt the dog?", app="a")) == []
 

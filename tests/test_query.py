@@ -108,3 +108,16 @@ def test_search_passes_now_to_the_second_stage(tmp_path) -> None:
     january = memory.search("What did I bake in January?", app="a", k=2, now="2023-04-18")
     assert march[0].session_id == "mar" and january[0].session_id == "jan"
     assert all(h.stage == "evidence" for h in march)
+
+
+def test_proper_noun_phrases_keep_each_name_whole():
+    from vestige.read.query import proper_noun_phrases
+
+    assert proper_noun_phrases("Which planet has the Great Red Spot?") == [["great", "red", "spot"]]
+    assert proper_noun_phrases("When did Caroline and Melanie paint?") == [["carolin"], ["melani"]]
+    assert proper_noun_phrases("What did Caroline take from \"Becoming Nicole\"?") == [["carolin"], ["becom", "nicol"]]
+    assert proper_noun_phrases("what shift was admon working?") == []
+    # The flat list is unchanged: the same terms, each once.
+    text = "How many days between Holi and the Sunday mass at St. Mary's Church?"
+    flat = [t for phrase in proper_noun_phrases(text) for t in phrase]
+    assert proper_nouns(text) == list(dict.fromkeys(flat))

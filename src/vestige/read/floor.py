@@ -6,7 +6,8 @@ Fused scores are normalised per query (the best is always near 1), so they canno
 - the best dense cosine of any chunk;
 - whether the question is about someone the memory knows: it speaks in the first or second
   person ("Where do I live?", "What did you recommend?"), or names something the memory's
-  lexical index holds ("When did Caroline ...?", Caroline being in the memory);
+  lexical index holds, every word of the name ("When did Caroline ...?", Caroline being in the
+  memory; "the Great Red Spot" only if "great", "red" and "spot" all are);
 - the lexical coverage: the share of the question's index terms found anywhere in the memory.
 
 A personal question may match its answer with a low cosine ("Where do I live?" against "The
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..lexical.analyze import analyze, stem
-from .query import proper_nouns
+from .query import proper_noun_phrases, proper_nouns
 
 #: The words of a question about the user or the assistant, as the analyzer gives them
 #: ("I'm" -> "i", "m"; stems: "yourselves" -> "yourselv").
@@ -77,12 +78,31 @@ def names(question: str) -> list[str]:
     return [term for term in proper_nouns(question) if len(term) > 1]
 
 
+def whole_names(question: str) -> list[list[str]]:
+    """The names a question uses, each whole as its index terms ("the Great Red Spot" ->
+    ["great", "red", "spot"]; one-letter pieces, like the "s" of "Lovelace's", left out)."""
+    phrases = ([term for term in phrase if len(term) > 1] for phrase in proper_noun_phrases(question))
+    return [phrase for phrase in phrases if phrase]
+
+
+def holds_name(name: Sequence[str], held: Held) -> bool:
+    """Whether the memory's lexical index holds every term of a name (no usable index: no)."""
+    terms = sorted(set(name))
+    found = held(terms)
+    return bool(terms) and found is not None and found == len(terms)
+
+
 def is_personal(question: str, held: Held) -> bool:
-    """About someone the memory knows: first or second person, or a name the memory holds."""
+    """About someone the memory knows: first or second person, or a name the memory holds.
+
+    A name counts only when the memory holds every word of it. With any one word enough, a
+    memory that says "red" somewhere made "Which planet has the Great Red Spot?" personal, and
+    an off-topic question then skipped the impersonal floors; the names of the people and things
+    a memory is really about are held whole. (The index has no positions: the words are each
+    held, not necessarily together.)"""
     if speaks_in_person(question):
         return True
-    named = names(question)
-    return bool(named) and bool(held(named))
+    return any(holds_name(name, held) for name in whole_names(question))
 
 
 def coverage(question: str, held: Held) -> float | None:

@@ -34,8 +34,8 @@ def _sentence_starts(text: str) -> set[int]:
     return {m.end() for m in _SENTENCE_BREAK.finditer(text)}
 
 
-def proper_nouns(text: str) -> list[str]:
-    """Capitalised words that do not open a sentence ("What shift was Admon..." -> ["admon"]).
+def _name_words(text: str) -> list[tuple[int, int, str]]:
+    """The words attested as names, with where each starts and ends in the text.
 
     A capital at the start of a sentence is grammar, not evidence of a name, so the opening
     word only counts when it is capitalised beyond its first letter (an acronym: "NASA") or
@@ -43,16 +43,16 @@ def proper_nouns(text: str) -> list[str]:
     """
     starts = _sentence_starts(text)
     later_capitalised = set()
-    candidates: list[tuple[int, str]] = []
+    candidates: list[tuple[int, int, str]] = []
     for m in _WORD.finditer(text):
         word = m.group(0).strip("'’.-")
         if not word or not word[0].isupper():
             continue
-        candidates.append((m.start(), word))
+        candidates.append((m.start(), m.end(), word))
         if m.start() not in starts:
             later_capitalised.add(word.casefold())
-    out: list[str] = []
-    for start, word in candidates:
+    out: list[tuple[int, int, str]] = []
+    for start, end, word in candidates:
         folded = word.casefold()
         opening = start in starts
         acronym = len(word) > 1 and word.isupper()
@@ -60,10 +60,36 @@ def proper_nouns(text: str) -> list[str]:
             continue
         if folded in _SENTENCE_OPENERS and not acronym:
             continue
+        out.append((start, end, word))
+    return out
+
+
+def proper_nouns(text: str) -> list[str]:
+    """Capitalised words that do not open a sentence ("What shift was Admon..." -> ["admon"]),
+    as distinct index terms (see ``_name_words``)."""
+    out: list[str] = []
+    for _, _, word in _name_words(text):
         for term in analyze(word):
             if term not in out:
                 out.append(term)
     return out
+
+
+def proper_noun_phrases(text: str) -> list[list[str]]:
+    """The names of a text whole, each as its index terms: name words with nothing but spaces
+    between them are one name ("Which planet has the Great Red Spot?" -> [["great", "red",
+    "spot"]]; "Caroline and Melanie" -> [["carolin"], ["melani"]])."""
+    starts = _sentence_starts(text)  # a name does not run on into the next sentence
+    phrases: list[list[str]] = []
+    previous_end = None
+    for start, end, word in _name_words(text):
+        terms = analyze(word)
+        if previous_end is not None and start not in starts and not text[previous_end:start].strip():
+            phrases[-1].extend(terms)
+        else:
+            phrases.append(list(terms))
+        previous_end = end
+    return [phrase for phrase in phrases if phrase]
 
 
 def analyze_query(text: str) -> QueryTerms:
