@@ -8,7 +8,7 @@ import pytest
 from vestige import Memory
 from vestige.errors import ConfigError
 from vestige.lexical import analyze, stem
-from vestige.read.floor import Floor, coverage, holds_name, is_personal, names, speaks_in_person, verdict, whole_names
+from vestige.read.floor import Floor, coverage, holds_name, is_personal, speaks_in_person, verdict, whole_names
 
 FLOOR = Floor(cosine=0.18, personal=0.10, weak_cosine=0.25, coverage=0.70)
 
@@ -30,7 +30,7 @@ def never_read(terms):
 def test_person_and_names_are_read_from_the_question():
     assert speaks_in_person("Where do I live?") and speaks_in_person("What did you recommend?")
     assert speaks_in_person("I'm moving, where to?") and not speaks_in_person("What is the capital of Mongolia?")
-    assert names("Who was Ada Lovelace's father?") == ["ada", "lovelac"]  # stems; not the "s" of "'s"
+    assert whole_names("Who was Ada Lovelace's father?") == [["ada", "lovelac"]]  # stems; not the "s" of "'s"
     assert is_personal("When did Caroline paint a sunrise?", holding("caroline", "sunrise"))
     assert not is_personal("Which river flows through Ljubljana?", holding("river"))
     assert coverage("Which river flows through Ljubljana?", holding("river")) == 0.25  # of 4 terms

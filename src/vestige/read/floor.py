@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..lexical.analyze import analyze, stem
-from .query import proper_noun_phrases, proper_nouns
+from .query import proper_noun_phrases
 
 #: The words of a question about the user or the assistant, as the analyzer gives them
 #: ("I'm" -> "i", "m"; stems: "yourselves" -> "yourselv").
@@ -70,12 +70,6 @@ def speaks_in_person(question: str) -> bool:
     if not question.isupper():
         question = _COUNTRY.sub(" ", question)
     return not PERSONAL_WORDS.isdisjoint(analyze(question, keep_stopwords=True))
-
-
-def names(question: str) -> list[str]:
-    """The index terms of the names a question uses (one-letter pieces, like the "s" of
-    "Lovelace's", are not names)."""
-    return [term for term in proper_nouns(question) if len(term) > 1]
 
 
 def whole_names(question: str) -> list[list[str]]:
