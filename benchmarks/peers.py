@@ -495,11 +495,35 @@ def plot(out_dir: Path, dest: Path) -> None:
     log(f"wrote {dest}")
 
 
+def keep_other_rows(earlier: dict, now: dict, why: str) -> dict:
+    """``now`` with the rows of the systems it did not run taken from ``earlier`` (the same
+    size), listed as such: each row's ratio is against numpy in its own process, so rows of two
+    runs stay comparable on that column, not on milliseconds."""
+    if earlier.get("size") != now["size"]:
+        raise SystemExit(f"--keep-other-rows: the earlier result is of {earlier.get('size')} chunks, not {now['size']}")
+    kept = [name for name in earlier["systems"] if name not in now["systems"]]
+    order = dict.fromkeys([*SYSTEMS, *earlier["systems"], *now["systems"]])
+    merged = dict(now)
+    merged["systems"] = {name: now["systems"][name] if name in now["systems"] else earlier["systems"][name]
+                         for name in order if name in now["systems"] or name in earlier["systems"]}
+    if kept:
+        # Rows kept a second time keep the provenance they were first kept with.
+        older = earlier.get("rows_from_an_earlier_run")
+        if older and set(kept) <= set(older["systems"]):
+            source = older
+        else:
+            source = {"why": why, "load1_start": earlier["load1_start"], "load1_end": earlier["load1_end"]}
+        merged["rows_from_an_earlier_run"] = {"systems": kept, "why": source["why"],
+                                              "load1_start": source["load1_start"], "load1_end": source["load1_end"]}
+    return merged
+
+
 def table(out_dir: Path) -> str:
     """The markdown tables of BENCHMARKS.md ("Peers"), one per result file."""
     lines = []
     for f in sorted(out_dir.glob("peers_*.json"), key=lambda f: json.loads(f.read_text())["size"]):
         r = json.loads(f.read_text())
+        earlier = r.get("rows_from_an_earlier_run", {})
         lines += [f"**{r['size']:,} chunks** (`{f.name}`; load average {r['load1_start']:.1f} -> {r['load1_end']:.1f})", "",
                   ("| system | what it runs | build (s) | p50 (ms) | p95 (ms) | p50 / numpy p50, same process "
                    "| dense recall@200 (mean / min) | RSS (MB) | disk (MB) |"),
@@ -508,6 +532,8 @@ def table(out_dir: Path) -> str:
             row = r["systems"].get(name)
             if row is None:
                 continue
+            if name in earlier.get("systems", ()):
+                name += " *"
             if "error" in row:
                 lines.append(f"| {name} | not run: {row['error']} | | | | | | | |")
                 continue
@@ -516,6 +542,9 @@ def table(out_dir: Path) -> str:
             disk = "in memory" if row["disk_mb"] is None else f"{row['disk_mb']:.0f}"
             lines.append(f"| {name} | {row['measures']} | {row['build_s']:.1f} | {row['p50_ms']:.2f} | {row['p95_ms']:.2f} "
                          f"| {row['ratio_p50_to_numpy']:.2f}x | {rec} | {row['rss_mb']:.0f} | {disk} |")
+        if earlier:
+            lines += ["", f"\\* from an earlier run (load average {earlier['load1_start']:.1f} -> "
+                          f"{earlier['load1_end']:.1f}): {earlier['why']}"]
         lines.append("")
     return "\n".join(lines)
 
@@ -539,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="OPENBLAS_NUM_THREADS for every subprocess (0: the library default)")
     parser.add_argument("--plot", action="store_true", help="draw peers.png from out-dir after the runs")
+    parser.add_argument("--keep-other-rows", default=None, metavar="WHY",
+                        help="keep the rows of systems not run now from out-dir's earlier result of that size, "
+                             "marked as from an earlier run, for the reason given")
     parser.add_argument("--plot-only", action="store_true", help="only draw peers.png from out-dir")
     parser.add_argument("--table", action="store_true", help="print the markdown tables of out-dir's results")
     parser.add_argument("--stage", choices=("driver", "prepare", "worker"), default="driver", help=argparse.SUPPRESS)
@@ -567,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             result = run_size(size, args, systems)
             dest = out_dir / f"peers_{label(size)}.json"
+            if args.keep_other_rows and dest.exists():
+                result = keep_other_rows(json.loads(dest.read_text()), result, args.keep_other_rows)
             dest.write_text(json.dumps(result, indent=2) + "\n")
             log(f"wrote {dest}")
     if args.plot or args.plot_only:

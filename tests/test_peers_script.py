@@ -40,3 +40,57 @@ def test_smallest_run_writes_the_result_shape(tmp_path):
         # exact dense channels: the same top-200 as numpy's (2k chunks: vestige scans exactly)
         assert result["systems"][name]["dense_recall_at_200"]["mean"] == 1.0
     assert result["vestige_build"]["chunks"] == 2000
+
+
+def _peers_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("peers_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(SCRIPT.parent))  # peers imports scale beside it
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def _row(name: str, p50: float) -> dict:
+    return {"system": name, "measures": f"{name} search", "build_s": 1.0, "p50_ms": p50, "p95_ms": p50 * 2,
+            "ratio_p50_to_numpy": p50 / 10, "dense_recall_at_200": None, "rss_mb": 10.0, "disk_mb": None}
+
+
+def _result(size: int, systems: dict, load: float) -> dict:
+    return {"size": size, "load1_start": load, "load1_end": load, "systems": systems}
+
+
+def test_keep_other_rows_merges_and_marks_the_earlier_ones(tmp_path):
+    peers = _peers_module()
+    earlier = _result(1000, {"numpy": _row("numpy", 10), "lancedb": _row("lancedb", 20), "vestige": _row("vestige", 5)}, 1.4)
+    now = _result(1000, {"numpy": _row("numpy", 9), "vestige": _row("vestige", 3)}, 0.5)
+    merged = peers.keep_other_rows(earlier, now, "not re-run")
+    # This run's rows replace the earlier ones; the others are kept, in the table's order.
+    assert merged["systems"]["vestige"]["p50_ms"] == 3 and merged["systems"]["numpy"]["p50_ms"] == 9
+    assert merged["systems"]["lancedb"]["p50_ms"] == 20
+    assert list(merged["systems"]) == ["numpy", "lancedb", "vestige"]
+    assert merged["rows_from_an_earlier_run"] == {"systems": ["lancedb"], "why": "not re-run",
+                                                  "load1_start": 1.4, "load1_end": 1.4}
+    # Kept again by a later run: the provenance of the first keeping stays.
+    again = peers.keep_other_rows(merged, _result(1000, {"numpy": _row("numpy", 8), "vestige": _row("vestige", 2)}, 0.1),
+                                  "another reason")
+    assert again["rows_from_an_earlier_run"] == merged["rows_from_an_earlier_run"]
+    (tmp_path / "peers_1k.json").write_text(json.dumps(again))
+    table = peers.table(tmp_path)
+    assert "| lancedb * |" in table and "| vestige |" in table and "| numpy |" in table
+    assert "\\* from an earlier run (load average 1.4 -> 1.4): not re-run" in table
+    # Nothing kept: no mark, no note.
+    alone = peers.keep_other_rows(now, earlier | {"systems": {"numpy": _row("numpy", 1), "vestige": _row("vestige", 1)}}, "x")
+    assert "rows_from_an_earlier_run" not in alone
+
+
+def test_keep_other_rows_refuses_another_size():
+    peers = _peers_module()
+    import pytest
+
+    with pytest.raises(SystemExit, match="of 1000 chunks, not 2000"):
+        peers.keep_other_rows(_result(1000, {}, 1.0), _result(2000, {}, 1.0), "why")
