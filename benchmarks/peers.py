@@ -2,6 +2,8 @@
 
     python benchmarks/peers.py --sizes 10000,100000 [--systems all] [--repeats 3] [--plot]
     python benchmarks/peers.py --plot-only          # redraw benchmarks/results/peers.png
+    python benchmarks/peers.py --sizes 1000000 --systems numpy,vestige --keep-other-rows "WHY"
+                                                    # re-run some systems, keep (and mark) the others
 
 The corpus is benchmarks/scale.py's, built by its own helpers (imported, not copied): real
 LongMemEval_S haystack text packed into ~1,100-character chunks, synthetic clustered 384-d
