@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from vestige import Memory
 
+from benchmark_scripts import load_benchmark_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _floor_script():
-    spec = importlib.util.spec_from_file_location("floor_script", ROOT / "benchmarks" / "floor.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("floor.py")
 
 
 def test_search_under_the_floor_answers_nothing(tmp_path) -> None:
@@ -55,9 +53,7 @@ def test_check_fails_when_a_cell_is_edited(tmp_path) -> None:
 def test_two_signal_floor_study_rederives_from_the_rows():
     """The committed cross-validation of the two-signal floor (not adopted: it loses legitimate
     questions out of sample) is what the committed calibration rows give."""
-    spec = importlib.util.spec_from_file_location("floor_cv", ROOT / "benchmarks" / "floor_cv.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _cv_script()
     committed = json.loads((ROOT / "benchmarks" / "floor_calibration" / "two_signal_cv.json").read_text())
     result = module.run(module.load())
     assert result == committed
@@ -67,10 +63,7 @@ def test_two_signal_floor_study_rederives_from_the_rows():
 
 
 def _cv_script():
-    spec = importlib.util.spec_from_file_location("floor_cv", ROOT / "benchmarks" / "floor_cv.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("floor_cv.py")
 
 
 def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_sample():

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmark_scripts import load_benchmark_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "peers.py"
 SYSTEMS = ("numpy", "sqlite_fts5_numpy", "vestige", "vestige_vectors", "vestige_exact")
@@ -43,16 +45,7 @@ def test_smallest_run_writes_the_result_shape(tmp_path):
 
 
 def _peers_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("peers_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(SCRIPT.parent))  # peers imports scale beside it
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return load_benchmark_script("peers.py")
 
 
 def _row(name: str, p50: float) -> dict:
