@@ -15,6 +15,7 @@ the replay gives the committed ``default`` rows' recall@1 and @5 on every LoCoMo
 249 of 250 LongMemEval questions (printed first).
 
     python benchmarks/time_weight_cv.py [--out benchmarks/results/fusion/time_weight_cv.json]
+    python benchmarks/time_weight_cv.py --depth 80     # the stage re-reading another depth
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ def _when(value: str | None) -> datetime | None:
 class Replay:
     """One question: its pool, the fused chunk order, and the evidence stage's two rankings."""
 
-    def __init__(self, row: dict, question: str):
+    def __init__(self, row: dict, question: str, depth: int = settings.RERANK_DEPTH):
         self.pool = lab.to_pool(row)
+        self.depth = depth
         self.fused = [chunk for chunk, _, _ in lab.shipped_fused(self.pool, settings.FUSION_DENSE_WEIGHT)]
-        head = self.fused[: settings.RERANK_DEPTH]
+        head = self.fused[:depth]
         dates = row["session_dates"]
         hits = [Hit(chunk_id=c, text="", score=0.0, session_id=None, fact_id=None,
                     date=normalise_date(dates[self.pool.session[c]]) if dates[self.pool.session[c]] else None,
@@ -59,7 +61,7 @@ class Replay:
         self.time_rank = {i: r for r, i in enumerate(rankings["time"], 1)} if "time" in rankings else None
 
     def sessions(self, weight: float) -> list[int]:
-        head, rest = self.fused[: settings.RERANK_DEPTH], self.fused[settings.RERANK_DEPTH:]
+        head, rest = self.fused[: self.depth], self.fused[self.depth :]
         order = list(range(len(head)))
         if self.time_rank is not None and weight > 0:
             t = self.time_rank
@@ -70,7 +72,7 @@ class Replay:
         return ranked + [s for s in range(self.pool.n_sessions) if s not in seen]
 
 
-def load(dataset: str) -> list[Replay]:
+def load(dataset: str, depth: int = settings.RERANK_DEPTH) -> tuple[list[Replay], dict[str, dict]]:
     questions = {}
     with open(RESULTS / dataset / "default" / "rows.jsonl") as f:
         for line in f:
@@ -78,7 +80,7 @@ def load(dataset: str) -> list[Replay]:
             questions[row["id"]] = row
     with gzip.open(RESULTS / "fusion" / "pools" / f"{dataset}.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]
-    return [Replay(row, questions[row["id"]]["question"]) for row in rows], questions
+    return [Replay(row, questions[row["id"]]["question"], depth) for row in rows], questions
 
 
 def replay_check(replays: list[Replay], committed: dict[str, dict]) -> dict[str, float]:
@@ -99,10 +101,14 @@ def replay_check(replays: list[Replay], committed: dict[str, dict]) -> dict[str,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=None, help="write the report here (JSON)")
+    parser.add_argument("--depth", type=int, default=settings.RERANK_DEPTH,
+                        help=f"candidates the stage re-reads (default: {settings.RERANK_DEPTH}, what ships)")
     args = parser.parse_args(argv)
-    replays, report = {}, {"weights": list(WEIGHTS), "replay_check": {}, "grid": {}}
+    if args.depth < 1:
+        parser.error("--depth must be at least 1")
+    replays, report = {}, {"depth": args.depth, "weights": list(WEIGHTS), "replay_check": {}, "grid": {}}
     for dataset in DATASETS:
-        replays[dataset], committed = load(dataset)
+        replays[dataset], committed = load(dataset, args.depth)
         report["replay_check"][dataset] = replay_check(replays[dataset], committed)
     print("replay of w = 1 against the committed default rows:", report["replay_check"])
     by_id = {(d, r.pool.qid): r for d in DATASETS for r in replays[d]}
