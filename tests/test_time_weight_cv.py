@@ -17,8 +17,12 @@ def _script():
 
 
 def test_replay_reproduces_the_committed_default_and_the_report_is_complete(tmp_path):
+    from vestige.bench import fusion_lab
+
+    registered = dict(fusion_lab.FUSIONS)
     out = tmp_path / "report.json"
     assert _script().main(["--out", str(out)]) == 0
+    assert fusion_lab.FUSIONS == registered  # the lab's registry is left as it was
     report = json.loads(out.read_text())
     check = report["replay_check"]
     assert check["locomo"] == {"r_any@1_same": 1.0, "r_any@5_same": 1.0, "questions": 1529}
