@@ -117,6 +117,9 @@ def test_proper_noun_phrases_keep_each_name_whole():
     assert proper_noun_phrases("When did Caroline and Melanie paint?") == [["carolin"], ["melani"]]
     assert proper_noun_phrases("What did Caroline take from \"Becoming Nicole\"?") == [["carolin"], ["becom", "nicol"]]
     assert proper_noun_phrases("what shift was admon working?") == []
+    # A name does not run on across a sentence break.
+    assert proper_noun_phrases("We flew to Rome. Paris was next, then Paris again.") == [["rome"], ["pari"], ["pari"]]
+    assert proper_noun_phrases("We met New York. Times Square was next.") == [["new", "york"], ["squar"]]
     # The flat list is unchanged: the same terms, each once.
     text = "How many days between Holi and the Sunday mass at St. Mary's Church?"
     flat = [t for phrase in proper_noun_phrases(text) for t in phrase]

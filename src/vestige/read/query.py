@@ -34,8 +34,9 @@ def _sentence_starts(text: str) -> set[int]:
     return {m.end() for m in _SENTENCE_BREAK.finditer(text)}
 
 
-def _name_words(text: str) -> list[tuple[int, int, str]]:
-    """The words attested as names, with where each starts and ends in the text.
+def _name_words(text: str) -> list[tuple[int, int, str, bool]]:
+    """The words attested as names: where each starts and ends in the text, the word, and
+    whether it opens a sentence.
 
     A capital at the start of a sentence is grammar, not evidence of a name, so the opening
     word only counts when it is capitalised beyond its first letter (an acronym: "NASA") or
@@ -51,7 +52,7 @@ def _name_words(text: str) -> list[tuple[int, int, str]]:
         candidates.append((m.start(), m.end(), word))
         if m.start() not in starts:
             later_capitalised.add(word.casefold())
-    out: list[tuple[int, int, str]] = []
+    out: list[tuple[int, int, str, bool]] = []
     for start, end, word in candidates:
         folded = word.casefold()
         opening = start in starts
@@ -60,7 +61,7 @@ def _name_words(text: str) -> list[tuple[int, int, str]]:
             continue
         if folded in _SENTENCE_OPENERS and not acronym:
             continue
-        out.append((start, end, word))
+        out.append((start, end, word, opening))
     return out
 
 
@@ -68,7 +69,7 @@ def proper_nouns(text: str) -> list[str]:
     """Capitalised words that do not open a sentence ("What shift was Admon..." -> ["admon"]),
     as distinct index terms (see ``_name_words``)."""
     out: list[str] = []
-    for _, _, word in _name_words(text):
+    for _, _, word, _ in _name_words(text):
         for term in analyze(word):
             if term not in out:
                 out.append(term)
@@ -79,12 +80,12 @@ def proper_noun_phrases(text: str) -> list[list[str]]:
     """The names of a text whole, each as its index terms: name words with nothing but spaces
     between them are one name ("Which planet has the Great Red Spot?" -> [["great", "red",
     "spot"]]; "Caroline and Melanie" -> [["carolin"], ["melani"]])."""
-    starts = _sentence_starts(text)  # a name does not run on into the next sentence
     phrases: list[list[str]] = []
     previous_end = None
-    for start, end, word in _name_words(text):
+    for start, end, word, opens_sentence in _name_words(text):
         terms = analyze(word)
-        if previous_end is not None and start not in starts and not text[previous_end:start].strip():
+        # A name does not run on into the next sentence.
+        if previous_end is not None and not opens_sentence and not text[previous_end:start].strip():
             phrases[-1].extend(terms)
         else:
             phrases.append(list(terms))
