@@ -16,7 +16,10 @@ questions lost, abstention and off-topic questions answered with nothing
     python benchmarks/floor.py --check benchmarks/floor_calibration          # recompute the tables
     python benchmarks/floor.py --personal locomo longmemeval --out benchmarks/floor_calibration
     python benchmarks/floor.py --signals benchmarks/floor_calibration        # add the signals to rows
+    python benchmarks/floor.py --impersonal --out benchmarks/floor_calibration
 
+``--impersonal`` asks legitimate questions rewritten without first/second person or the memory's
+people (benchmarks/data/impersonal_legit_questions.tsv) into rows_impersonal.jsonl.
 ``--personal`` asks the personal-sounding off-topic questions
 (benchmarks/data/offtopic_personal_questions.txt) into rows_personal.jsonl. ``--signals``
 re-reads only the lexical indexes (built with the instant hash embedder: an index does not
@@ -47,6 +50,7 @@ from vestige.embed.cache import EmbeddingCache
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OFFTOPIC = Path(__file__).with_name("data") / "offtopic_questions.txt"
 PERSONAL = Path(__file__).with_name("data") / "offtopic_personal_questions.txt"
+IMPERSONAL = Path(__file__).with_name("data") / "impersonal_legit_questions.tsv"
 FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.18])  # 0.18: MiniLM's chosen floor
 
 
@@ -136,6 +140,39 @@ def run_personal(out: Path, datasets: list[str], limit: int | None) -> None:
             f.write(json.dumps(row) + "\n")
 
 
+def impersonal_questions(path: Path = IMPERSONAL) -> dict[str, str]:
+    """Dev question id -> the same question asked impersonally (benchmarks/data)."""
+    pairs = (line.split("\t") for line in path.read_text().splitlines() if line.strip() and not line.startswith("#"))
+    return {qid: text.strip() for qid, text in pairs}
+
+
+def run_impersonal(out: Path, limit: int | None) -> None:
+    """The impersonal rewrites of legitimate questions (``legitimate_impersonal`` rows), each
+    asked of its own question's haystack, into rows_impersonal.jsonl."""
+    embedder = get_embedder("minilm")
+    cache = EmbeddingCache(DEFAULT_CACHE)
+    chunker = shared_chunker(embedder, "split", "chunks")
+    rewrites = impersonal_questions()
+    rows = []
+    haystacks = [("longmemeval", h) for h in load_longmemeval(str(DATA / "longmemeval_s_dev.json.gz"), limit)]
+    haystacks += [("locomo", h) for h in load_locomo(str(DATA / "locomo_dev.json.gz"), limit)]
+    for dataset, haystack in tqdm(haystacks, desc="impersonal", unit="haystack"):
+        asked = [q for q in haystack.questions if q.qid in rewrites]
+        if not asked:
+            continue
+        memory = _memory(haystack, chunker, cache)
+        rows += [{**_row(memory, dataset, f"{q.qid}:impersonal", "legitimate_impersonal", rewrites[q.qid]),
+                  "rewrite_of": q.text} for q in asked]
+        memory.close()
+    missing = set(rewrites) - {row["id"].rsplit(":", 1)[0] for row in rows}
+    if missing and limit is None:
+        raise SystemExit(f"rewrites of no dev question: {sorted(missing)}")
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "rows_impersonal.jsonl", "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
 def _signal_memory(haystack) -> Memory:
     """The haystack's lexical index without vectors: the floor's question-side evidence reads
     only the index, which does not depend on the embedder (the hash one is instant)."""
@@ -159,10 +196,11 @@ def _coverage_moved(old: dict, new: dict) -> bool:
 
 
 def add_signals(folder: Path) -> int:
-    """Record the question-side evidence (``personal``) on every row of rows.jsonl and
-    rows_personal.jsonl, computed by the library's floor over each haystack's lexical index.
+    """Record the question-side evidence (``personal``) on every row of rows.jsonl,
+    rows_personal.jsonl and rows_impersonal.jsonl, computed by the library's floor over each haystack's lexical index.
     Writes nothing (and returns 1) when a row's coverage does not come out as recorded."""
-    files = [folder / name for name in ("rows.jsonl", "rows_personal.jsonl") if (folder / name).exists()]
+    files = [folder / name for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")
+             if (folder / name).exists()]
     tables = {path: [json.loads(line) for line in open(path)] for path in files}
     by_haystack: dict[tuple[str, str], list[dict]] = {}
     for rows in tables.values():
@@ -237,7 +275,11 @@ if __name__ == "__main__":
     parser.add_argument("--personal", nargs="*", choices=["locomo", "longmemeval"],
                         help="Ask only the personal-sounding off-topic questions (rows_personal.jsonl).")
     parser.add_argument("--signals", type=Path, help="Add the question-side evidence to a finished run's rows.")
+    parser.add_argument("--impersonal", action="store_true",
+                        help="Ask only the impersonal rewrites of legitimate questions (rows_impersonal.jsonl).")
     args = parser.parse_args()
+    if args.impersonal:
+        sys.exit(run_impersonal(args.out, args.limit) or 0)
     if args.signals:
         sys.exit(add_signals(args.signals))
     if args.personal:

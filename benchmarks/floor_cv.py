@@ -27,6 +27,12 @@ shipped: it loses legitimate questions out of sample). The personal-sounding off
     python benchmarks/floor_cv.py --evidence --out benchmarks/floor_calibration/evidence_floor_cv.json
     python benchmarks/floor_cv.py --evidence --trust-exemption \
         --out benchmarks/floor_calibration/evidence_floor_trusting_cv.json
+
+``--impersonal``: how each floor (cosine-only, the shipped evidence floor, the trusting fit)
+treats legitimate dev questions rewritten impersonally (rows_impersonal.jsonl, written before
+any score and never fitted on), beside its dev figures:
+
+    python benchmarks/floor_cv.py --impersonal --out benchmarks/floor_calibration/impersonal_rewrites.json
 """
 
 from __future__ import annotations
@@ -193,6 +199,50 @@ def run_evidence(rows: list[dict], personal: list[dict], conservative: bool = Tr
     return out
 
 
+IMPERSONAL_ROWS = ROWS.with_name("rows_impersonal.jsonl")
+
+#: The floors the impersonal rewrites are scored under: name -> (cosine floor for every
+#: question, impersonal cosine floor, (b, c) of the impersonal rule or None).
+REWRITE_FLOORS = {
+    "cosine 0.10": (0.10, 0.10, None),
+    "cosine 0.15": (0.15, 0.15, None),
+    "cosine 0.18 (floor=\"cosine\")": (SHIPPED, SHIPPED, None),
+    "evidence, conservative fit (shipped)": (PERSONAL_FLOOR, SHIPPED, "conservative"),
+    "evidence, fit trusting the exemption": (PERSONAL_FLOOR, SHIPPED, "trusting"),
+}
+
+
+def _lost_under(rows: list[dict], floor: float, impersonal_floor: float, bc: tuple[float, float] | None) -> int:
+    if bc is None:
+        return sum(1 for r in rows if r["best_cosine"] < (floor if r["personal"] else impersonal_floor))
+    return int(evidence_empty(rows, *bc, personal_floor=floor).sum())
+
+
+def run_impersonal(rows: list[dict], personal: list[dict], rewrites: list[dict]) -> dict:
+    """How each floor treats legitimate questions asked impersonally (rows_impersonal.jsonl:
+    dev questions rewritten without first/second person or the memory's people; never fitted
+    on): rewrites answered with nothing, beside the dev figures of the same floor in sample."""
+    rows = [r for r in rows if r["kind"] in ("legitimate", "abstention", "offtopic")]
+    fits = {"conservative": evidence_fit(rows, True), "trusting": evidence_fit(rows, False)}
+    datasets = sorted({r["dataset"] for r in rewrites})
+    out: dict = {"rewrites": {ds: sum(1 for r in rewrites if r["dataset"] == ds) for ds in datasets},
+                 "rewrites_impersonal": {ds: sum(1 for r in rewrites if r["dataset"] == ds and not r["personal"])
+                                         for ds in datasets},
+                 "floors": {}}
+    for name, (floor, impersonal_floor, fit_name) in REWRITE_FLOORS.items():
+        bc = fits[fit_name] if fit_name else None
+        line: dict = {"b_c": list(bc) if bc else None}
+        for kind, key in (("legitimate", "legitimate_lost"), ("offtopic", "offtopic_empty"),
+                          ("offtopic_personal", "offtopic_personal_empty")):
+            members = [r for r in rows + personal if r["kind"] == kind]
+            line[key] = _lost_under(members, floor, impersonal_floor, bc)
+            line[kind] = len(members)
+        line["rewrites_lost"] = {ds: _lost_under([r for r in rewrites if r["dataset"] == ds], floor, impersonal_floor, bc)
+                                 for ds in datasets}
+        out["floors"][name] = line
+    return out
+
+
 def _personal_cosine_only(personal: list[dict]) -> dict:
     cut = sum(1 for r in personal if r["best_cosine"] < SHIPPED)
     return {"offtopic_personal_empty": cut, "offtopic_personal": len(personal)} if personal else {}
@@ -205,8 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evidence", action="store_true", help="The evidence floor (personal exemption) instead.")
     parser.add_argument("--trust-exemption", action="store_true",
                         help="Evidence floor fitted on the impersonal legitimate questions only (not shipped).")
+    parser.add_argument("--impersonal", action="store_true",
+                        help="How each floor treats legitimate questions asked impersonally (rows_impersonal.jsonl).")
     args = parser.parse_args(argv)
-    if args.evidence:
+    if args.impersonal:
+        result = run_impersonal(load_evidence(args.rows), load_evidence(PERSONAL_ROWS), load_evidence(IMPERSONAL_ROWS))
+    elif args.evidence:
         personal = load_evidence(PERSONAL_ROWS) if PERSONAL_ROWS.exists() else []
         result = run_evidence(load_evidence(args.rows), personal, conservative=not args.trust_exemption)
     else:

@@ -86,6 +86,31 @@ def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_
     assert (shipped.cosine, shipped.personal) == (module.SHIPPED, module.PERSONAL_FLOOR)
 
 
+def test_impersonal_rewrites_are_the_fixed_sample_and_their_study_rederives():
+    """The rewrites are every 4th LongMemEval and every 8th LoCoMo legitimate question (by position,
+    not by score), each asked once; the committed study of how each floor treats them is what the
+    rows give, and it says why the trusting fit is not shipped (it loses rewrites)."""
+    module = _cv_script()
+    folder = ROOT / "benchmarks" / "floor_calibration"
+    rows = module.load_evidence()
+    sample = [r["id"] for ds, step in (("longmemeval", 4), ("locomo", 8))
+              for r in [r for r in rows if r["kind"] == "legitimate" and r["dataset"] == ds][::step]]
+    rewrites = module.load_evidence(module.IMPERSONAL_ROWS)
+    assert [r["id"].rsplit(":", 1)[0] for r in rewrites] == sample
+    assert all(r["kind"] == "legitimate_impersonal" and r["id"].endswith(":impersonal") for r in rewrites)
+    by_id = {r["id"]: r for r in rows}
+    originals = {r["id"]: by_id[r["id"].rsplit(":", 1)[0]] for r in rewrites}
+    assert all(r["rewrite_of"] == originals[r["id"]]["question"] for r in rewrites)
+    # A question kept word for word was impersonal already.
+    assert all(not originals[r["id"]]["personal"] for r in rewrites if r["question"] == r["rewrite_of"])
+    result = module.run_impersonal(rows, module.load_evidence(module.PERSONAL_ROWS), rewrites)
+    assert result == json.loads((folder / "impersonal_rewrites.json").read_text())
+    floors = result["floors"]
+    assert floors["evidence, conservative fit (shipped)"]["b_c"] == [0.25, 0.8]
+    lost = {name: sum(line["rewrites_lost"].values()) for name, line in floors.items()}
+    assert lost["evidence, fit trusting the exemption"] > lost["evidence, conservative fit (shipped)"] > 0
+
+
 def test_the_studys_rule_is_the_librarys():
     """floor_cv.evidence_empty (on recorded signals) answers as vestige.read.floor.verdict does."""
     from vestige.read.floor import Floor, verdict
@@ -115,7 +140,8 @@ def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> No
     from vestige.bench.data import load_locomo
 
     folder = ROOT / "benchmarks" / "floor_calibration"
-    rows = [json.loads(line) for name in ("rows.jsonl", "rows_personal.jsonl") for line in open(folder / name)]
+    rows = [json.loads(line) for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")
+            for line in open(folder / name)]
     assert all(r["personal_signal"] == script.PERSONAL_SIGNAL for r in rows)
     by_unit: dict[str, list[dict]] = {}
     for row in rows:
