@@ -15,6 +15,9 @@ so ``vestige bench verify`` and ``vestige bench compare`` read it like any other
         --out benchmarks/results/explore-feedback/locomo
     python benchmarks/rocchio_feedback.py --dataset longmemeval --data ../shared/data/longmemeval_s_dev.json.gz \\
         --out benchmarks/results/explore-feedback/longmemeval
+
+``--keep``: the feedback hits keep their places, and the second search orders only what comes
+after them (``.../explore-feedback/{locomo,longmemeval}-keep``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 import vestige.memory as memory_module
 from vestige.bench.configs import get_config
 from vestige.bench.runner import DEFAULT_CACHE, run_benchmarks
+from vestige.read.search import Results
 from vestige.store.base import Store
 
 _plain_search = memory_module.run_search
@@ -68,8 +72,10 @@ class _QueryVector:
         return getattr(self._inner, name)
 
 
-def with_feedback(hits: int, beta: float):
-    """A run_search that searches again with the query moved toward its first ``hits`` hits."""
+def with_feedback(hits: int, beta: float, keep: bool = False):
+    """A run_search that searches again with the query moved toward its first ``hits`` hits.
+    ``keep``: those hits keep their places (PRF takes them as relevant); the second search
+    orders only what comes after them."""
     vectors = _Vectors()
 
     def search(channels, app, query, k, settings, previous=None, reranker=None, now=None):
@@ -82,7 +88,13 @@ def with_feedback(hits: int, beta: float):
         moved = channels.embedder.embed([query])[0] + beta * found.mean(axis=0)
         moved = (moved / np.linalg.norm(moved)).astype(np.float32)
         channels = dataclasses.replace(channels, embedder=_QueryVector(channels.embedder, moved))
-        return _plain_search(channels, app, query, k, settings, previous, reranker, now)
+        second = _plain_search(channels, app, query, k, settings, previous, reranker, now)
+        if not keep:
+            return second
+        kept = first[:hits]
+        taken = {h.chunk_id for h in kept}
+        merged = kept + [h for h in second if h.chunk_id not in taken]
+        return Results(merged[:k], first.notes, first.best_cosine, first.comparable)
 
     return search
 
@@ -94,13 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--hits", type=int, default=3, help="Feedback hits (default 3).")
     parser.add_argument("--beta", type=float, default=0.75, help="Rocchio's beta (default 0.75; alpha is 1).")
+    parser.add_argument("--keep", action="store_true",
+                        help="The feedback hits keep their places; the second search orders the rest.")
     args = parser.parse_args(argv)
-    name = f"default+rocchio-{args.hits}-{args.beta:g}"
+    name = f"default+rocchio-{args.hits}-{args.beta:g}" + ("-keep" if args.keep else "")
     config = dataclasses.replace(
         get_config("default"), name=name,
         description=f"exploration: the default, searched again with the dense query moved toward the vectors of "
-                    f"its first {args.hits} hits (Rocchio, alpha 1, beta {args.beta:g})")
-    memory_module.run_search = with_feedback(args.hits, args.beta)
+                    f"its first {args.hits} hits (Rocchio, alpha 1, beta {args.beta:g})"
+                    + ("; those hits keep their places, the second search orders the rest" if args.keep else ""))
+    memory_module.run_search = with_feedback(args.hits, args.beta, args.keep)
     summary = run_benchmarks(args.dataset, str(args.data), [config], [args.out], cache_path=DEFAULT_CACHE)[0]
     for group, cells in summary["overall"].items():
         print(name, group, {k: cells[k] for k in ("n", "r_any@1", "r_any@5", "r_any@10", "r_all@10", "ndcg@10")})
