@@ -197,7 +197,8 @@ def _coverage_moved(old: dict, new: dict) -> bool:
 
 def add_signals(folder: Path) -> int:
     """Record the question-side evidence (``personal``) on every row of rows.jsonl,
-    rows_personal.jsonl and rows_impersonal.jsonl, computed by the library's floor over each haystack's lexical index.
+    rows_personal.jsonl and rows_impersonal.jsonl, computed by the library's floor over each
+    haystack's lexical index.
     Writes nothing (and returns 1) when a row's coverage does not come out as recorded."""
     files = [folder / name for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")
              if (folder / name).exists()]

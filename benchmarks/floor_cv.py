@@ -237,8 +237,8 @@ def run_impersonal(rows: list[dict], personal: list[dict], rewrites: list[dict])
             members = [r for r in rows + personal if r["kind"] == kind]
             line[key] = _lost_under(members, floor, impersonal_floor, bc)
             line[kind] = len(members)
-        line["rewrites_lost"] = {ds: _lost_under([r for r in rewrites if r["dataset"] == ds], floor, impersonal_floor, bc)
-                                 for ds in datasets}
+        line["rewrites_lost"] = {
+            ds: _lost_under([r for r in rewrites if r["dataset"] == ds], floor, impersonal_floor, bc) for ds in datasets}
         out["floors"][name] = line
     return out
 
