@@ -64,6 +64,18 @@ def offtopic_questions(path: Path = OFFTOPIC) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
+def _chunker_and_cache():
+    """The default model's split-view chunker and the lab's embedding cache, as the runs use them."""
+    return shared_chunker(get_embedder("minilm"), "split", "chunks"), EmbeddingCache(DEFAULT_CACHE)
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
 def _memory(haystack, chunker, cache) -> Memory:
     memory = Memory(":memory:", chunker=chunker, embed_cache=cache, plan="split", floor=None)
     memory.add_sessions(haystack.sessions, app="floor")
@@ -88,9 +100,7 @@ def _kind(question) -> str:
 
 
 def run(out: Path, limit: int | None) -> None:
-    embedder = get_embedder("minilm")
-    cache = EmbeddingCache(DEFAULT_CACHE)
-    chunker = shared_chunker(embedder, "split", "chunks")
+    chunker, cache = _chunker_and_cache()
     off = offtopic_questions()
     rows = []
     lme = load_longmemeval(str(DATA / "longmemeval_s_dev.json.gz"), limit)
@@ -104,10 +114,7 @@ def run(out: Path, limit: int | None) -> None:
         rows += [_row(memory, "locomo", q.qid, _kind(q), q.text) for q in haystack.questions]
         rows += [_row(memory, "locomo", f"{haystack.unit}:offtopic{j}", "offtopic", text) for j, text in enumerate(off)]
         memory.close()
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows.jsonl", "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    _write_rows(out / "rows.jsonl", rows)
     (out / "summary.md").write_text(render(table(rows)))
     print(render(table(rows)))
 
@@ -116,9 +123,7 @@ def run_personal(out: Path, datasets: list[str], limit: int | None) -> None:
     """The personal-sounding off-topic questions alone (``offtopic_personal`` rows, never fitted
     on), asked as the impersonal ones are: one per LongMemEval haystack, round-robin (each
     question about 8 times); all 30 of every LoCoMo conversation."""
-    embedder = get_embedder("minilm")
-    cache = EmbeddingCache(DEFAULT_CACHE)
-    chunker = shared_chunker(embedder, "split", "chunks")
+    chunker, cache = _chunker_and_cache()
     personal = offtopic_questions(PERSONAL)
     rows = []
     if "locomo" in datasets:
@@ -134,10 +139,7 @@ def run_personal(out: Path, datasets: list[str], limit: int | None) -> None:
             rows.append(_row(memory, "longmemeval", f"{haystack.questions[0].qid}:personal", "offtopic_personal",
                              personal[i % len(personal)]))
             memory.close()
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows_personal.jsonl", "w") as f:
-        for row in sorted(rows, key=lambda r: (r["dataset"], r["id"])):
-            f.write(json.dumps(row) + "\n")
+    _write_rows(out / "rows_personal.jsonl", sorted(rows, key=lambda r: (r["dataset"], r["id"])))
 
 
 def impersonal_questions(path: Path = IMPERSONAL) -> dict[str, str]:
@@ -149,9 +151,7 @@ def impersonal_questions(path: Path = IMPERSONAL) -> dict[str, str]:
 def run_impersonal(out: Path, limit: int | None) -> None:
     """The impersonal rewrites of legitimate questions (``legitimate_impersonal`` rows), each
     asked of its own question's haystack, into rows_impersonal.jsonl."""
-    embedder = get_embedder("minilm")
-    cache = EmbeddingCache(DEFAULT_CACHE)
-    chunker = shared_chunker(embedder, "split", "chunks")
+    chunker, cache = _chunker_and_cache()
     rewrites = impersonal_questions()
     rows = []
     haystacks = [("longmemeval", h) for h in load_longmemeval(str(DATA / "longmemeval_s_dev.json.gz"), limit)]
@@ -167,10 +167,7 @@ def run_impersonal(out: Path, limit: int | None) -> None:
     missing = set(rewrites) - {row["id"].rsplit(":", 1)[0] for row in rows}
     if missing and limit is None:
         raise SystemExit(f"rewrites of no dev question: {sorted(missing)}")
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows_impersonal.jsonl", "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    _write_rows(out / "rows_impersonal.jsonl", rows)
 
 
 def _signal_memory(haystack) -> Memory:

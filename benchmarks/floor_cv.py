@@ -201,21 +201,22 @@ def run_evidence(rows: list[dict], personal: list[dict], conservative: bool = Tr
 
 IMPERSONAL_ROWS = ROWS.with_name("rows_impersonal.jsonl")
 
-#: The floors the impersonal rewrites are scored under: name -> (cosine floor for every
-#: question, impersonal cosine floor, (b, c) of the impersonal rule or None).
-REWRITE_FLOORS = {
-    "cosine 0.10": (0.10, 0.10, None),
-    "cosine 0.15": (0.15, 0.15, None),
-    "cosine 0.18 (floor=\"cosine\")": (SHIPPED, SHIPPED, None),
-    "evidence, conservative fit (shipped)": (PERSONAL_FLOOR, SHIPPED, "conservative"),
-    "evidence, fit trusting the exemption": (PERSONAL_FLOOR, SHIPPED, "trusting"),
+#: The floors the impersonal rewrites are scored under: name -> a cosine-only floor, or which
+#: fit of the evidence floor (vestige.read.floor) to score.
+REWRITE_FLOORS: dict[str, float | str] = {
+    "cosine 0.10": 0.10,
+    "cosine 0.15": 0.15,
+    "cosine 0.18 (floor=\"cosine\")": SHIPPED,
+    "evidence, conservative fit (shipped)": "conservative",
+    "evidence, fit trusting the exemption": "trusting",
 }
 
 
-def _lost_under(rows: list[dict], floor: float, impersonal_floor: float, bc: tuple[float, float] | None) -> int:
-    if bc is None:
-        return sum(1 for r in rows if r["best_cosine"] < (floor if r["personal"] else impersonal_floor))
-    return int(evidence_empty(rows, *bc, personal_floor=floor).sum())
+def _lost_under(rows: list[dict], floor: float | tuple[float, float]) -> int:
+    """How many rows a cosine-only floor, or the evidence floor's (b, c), answers with nothing."""
+    if isinstance(floor, tuple):
+        return int(evidence_empty(rows, *floor).sum())
+    return sum(1 for r in rows if r["best_cosine"] < floor)
 
 
 def run_impersonal(rows: list[dict], personal: list[dict], rewrites: list[dict]) -> dict:
@@ -229,16 +230,15 @@ def run_impersonal(rows: list[dict], personal: list[dict], rewrites: list[dict])
                  "rewrites_impersonal": {ds: sum(1 for r in rewrites if r["dataset"] == ds and not r["personal"])
                                          for ds in datasets},
                  "floors": {}}
-    for name, (floor, impersonal_floor, fit_name) in REWRITE_FLOORS.items():
-        bc = fits[fit_name] if fit_name else None
-        line: dict = {"b_c": list(bc) if bc else None}
+    for name, chosen in REWRITE_FLOORS.items():
+        floor = fits[chosen] if isinstance(chosen, str) else chosen
+        line: dict = {"b_c": list(floor) if isinstance(floor, tuple) else None}
         for kind, key in (("legitimate", "legitimate_lost"), ("offtopic", "offtopic_empty"),
                           ("offtopic_personal", "offtopic_personal_empty")):
             members = [r for r in rows + personal if r["kind"] == kind]
-            line[key] = _lost_under(members, floor, impersonal_floor, bc)
+            line[key] = _lost_under(members, floor)
             line[kind] = len(members)
-        line["rewrites_lost"] = {
-            ds: _lost_under([r for r in rewrites if r["dataset"] == ds], floor, impersonal_floor, bc) for ds in datasets}
+        line["rewrites_lost"] = {ds: _lost_under([r for r in rewrites if r["dataset"] == ds], floor) for ds in datasets}
         out["floors"][name] = line
     return out
 
