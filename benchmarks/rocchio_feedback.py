@@ -64,9 +64,9 @@ class _QueryVector:
         self._inner, self._vector = inner, vector
 
     def embed(self, texts, progress=None):
-        out = self._inner.embed(texts)
-        out[0] = self._vector
-        return out
+        # The question is texts[0] (a follow-up's joined text, if any, follows): not embedded again.
+        rest = self._inner.embed(list(texts[1:])) if len(texts) > 1 else np.zeros((0, len(self._vector)), np.float32)
+        return np.vstack([self._vector[None, :], rest]).astype(np.float32)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
