@@ -30,14 +30,56 @@ def _run_options(fn):
     return fn
 
 
-def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
-         cache_path: str, no_cache: bool, threads: int | None, out: str) -> None:
+def _context_options(fn):
+    fn = click.option("--no-offtopic", is_flag=True,
+                      help="With --context: leave out the off-topic questions (benchmarks/data).")(fn)
+    fn = click.option("--context", is_flag=True,
+                      help="Score the block Memory.context() serves (default budget, floor and second stage), "
+                      "one row per question, instead of the session ranking; off-topic questions included.")(fn)
+    return fn
+
+
+def _configs(config_name: str) -> list:
     from .configs import get_config
     names = [n.strip() for n in config_name.split(",") if n.strip()]
     try:
-        configs = [get_config(n) for n in names]
+        return [get_config(n) for n in names]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
+
+
+def _run_context(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
+                 cache_path: str, no_cache: bool, threads: int | None, out: str, no_offtopic: bool = False,
+                 sessions: str | None = None) -> None:
+    from .context_bench import OFFTOPIC, OFFTOPIC_PERSONAL, run_context
+
+    configs = _configs(config_name)
+    for config in configs:
+        target = Path(out) / config.name if len(configs) > 1 else Path(out)
+        try:
+            summary = run_context(dataset, data, config, target, limit=limit, stride=stride, embedder=embedder,
+                                  cache_path=None if no_cache else cache_path, threads=threads,
+                                  offtopic=None if no_offtopic else OFFTOPIC,
+                                  personal=None if no_offtopic else OFFTOPIC_PERSONAL, sessions_from=sessions)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        for name, c in summary["overall"].items():
+            click.echo(f"{config.name} {name:9} n={c['n']:4} evidence_in_block={c['evidence_in_block']} "
+                       f"evidence_token_share={c['evidence_token_share']} tokens_median={c['tokens_median']} "
+                       f"memories_mean={c['memories_mean']}")
+        for name, c in summary["offtopic"].items():
+            click.echo(f"{config.name} {name:9} n={c['n']:4} empty={c['empty']} tokens_median={c['tokens_median']}")
+        click.echo(f"wrote {target}")
+
+
+def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
+         cache_path: str, no_cache: bool, threads: int | None, out: str, context: bool = False,
+         no_offtopic: bool = False) -> None:
+    if context:
+        _run_context(dataset, data, config_name, limit, stride, embedder, cache_path, no_cache, threads, out,
+                     no_offtopic)
+        return
+    configs = _configs(config_name)
     from .runner import run_benchmarks
 
     outs = [Path(out) / c.name if len(configs) > 1 else Path(out) for c in configs]
@@ -58,16 +100,31 @@ def bench() -> None:
 
 @bench.command()
 @_run_options
+@_context_options
 def longmemeval(**kwargs) -> None:
-    """Index each question's haystack alone, ask the question, score the session ranking."""
+    """Index each question's haystack alone, ask the question, score the session ranking
+    (--context: the context block)."""
     _run("longmemeval", **kwargs)
 
 
 @bench.command()
 @_run_options
+@_context_options
 def locomo(**kwargs) -> None:
-    """Index each conversation once, ask all its questions, score the session ranking."""
+    """Index each conversation once, ask all its questions, score the session ranking
+    (--context: the context block)."""
     _run("locomo", **kwargs)
+
+
+@bench.command()
+@_run_options
+@click.option("--sessions", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The LongMemEval file the set's unrelated conversations are read from, by id.")
+@click.option("--context", is_flag=True, default=True, hidden=True, help="Always on: this set scores the block.")
+def shortfact(context: bool, **kwargs) -> None:
+    """The short-fact set (benchmarks/data/short_fact_questions.json): a fact stated once next to
+    long unrelated conversations; scores the context block (the fact in it, first, alone)."""
+    _run_context("shortfact", **kwargs)
 
 
 @bench.command()

@@ -95,11 +95,17 @@ def verify_run(run: Path) -> list[str]:
     for i, row in enumerate(rows, start=1):
         if row.get("config") != meta["config_name"]:
             problems.append(f"{run}/rows.jsonl row {i}: config {row.get('config')!r}, run is {meta['config_name']!r}")
-    fresh = summarise(rows, meta["dataset"], meta["config_name"])
+    context = meta.get("benchmark") == "context"  # a context-block run (vestige.bench.context_bench)
+    if context:
+        from . import context_bench
+        derive, render = context_bench.summarise, context_bench.render_markdown
+    else:
+        derive, render = summarise, render_markdown
+    fresh = derive(rows, meta["dataset"], meta["config_name"])
     stored = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     _diff(stored, fresh, f"{run}/summary.json", problems)
     md = (run / "summary.md").read_text(encoding="utf-8")
-    expected = render_markdown(fresh, meta)
+    expected = render(fresh, meta)
     if md != expected:
         old, new = md.splitlines(), expected.splitlines()
         for n, (a, b) in enumerate(zip(old, new), start=1):
@@ -108,7 +114,7 @@ def verify_run(run: Path) -> list[str]:
                 break
         else:
             problems.append(f"{run}/summary.md: {len(old)} lines, rows give {len(new)}")
-    if not (run / PLOT).exists():
+    if not context and not (run / PLOT).exists():
         problems.append(f"{run}/{PLOT}: missing")
     return problems
 
