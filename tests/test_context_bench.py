@@ -70,11 +70,11 @@ def test_the_block_is_what_memory_context_serves(asked):
 
 def test_row_cells_agree_with_the_block(asked):
     runner, hay, items, memory = asked
-    roles = {p.session_id: [m.role for m in p.messages] for p in items}
+    sessions = {p.session_id: p.messages for p in items}
     dates = {p.session_id: p.date for p in items}
     q = hay.questions[0]
     block, hits = runner.ask(memory, q)
-    row = runner.row(hay, q, block, hits, roles, dates, 0.0, 0.0)
+    row = runner.row(hay, q, block, hits, sessions, dates, 0.0, 0.0)
     ids = [s.hit.id for s in block.snippets]
     assert row["kind"] == "legitimate" and row["n_tokens"] == block.n_tokens
     assert row["memories"] == list(dict.fromkeys(ids)) and row["n_memories"] == len(set(ids))
@@ -100,10 +100,24 @@ def test_a_candidate_records_scores_coverage_and_cost(asked):
 
 def test_newest_evidence_shown_latest():
     dates = {"a": "2023-01-01", "b": "2023-05-01", "x": "2023-03-01"}
-    assert cb.newest_shown_latest(["a", "x", "b"], ["a", "b"], dates) == {"newest": "b", "in_block": True, "shown_latest": True}
-    # the older evidence printed after the newer one: not shown as the latest
+    assert cb.newest_shown_latest(["a", "x", "b"], ["a", "b"], dates) == {
+        "newest": "b", "in_block": True, "marked_earlier": False, "shown_latest": True}
+    # the older evidence printed after the newer one, or the newest marked earlier: not shown as the latest
     assert cb.newest_shown_latest(["b", "a"], ["a", "b"], dates)["shown_latest"] is False
-    assert cb.newest_shown_latest(["a", "x"], ["a", "b"], dates) == {"newest": "b", "in_block": False, "shown_latest": False}
+    assert cb.newest_shown_latest(["a", "b"], ["a", "b"], dates, {"b"})["shown_latest"] is False
+    assert cb.newest_shown_latest(["a", "x"], ["a", "b"], dates)["in_block"] is False
+
+
+def test_turns_a_snippet_shows():
+    from vestige.types import Hit, Message
+    msgs = [Message("user", "I moved to Porto."), Message("assistant", "Nice city."), Message("user", "Yes, by the river.")]
+    hit = Hit(1, "I moved to Porto.\nNice city.", 1.0, "s", None, None, ("user", "assistant"), "all",
+              first_turn=0, last_turn=1)
+    assert cb.covered_turns(hit, msgs) == [0, 1]
+    # grouped: two passages spanning turns 0..2 show the turns whose text they hold, not turn 1
+    hit.passages = ["I moved to Porto.", "Yes, by the river."]
+    hit.text, hit.last_turn = "I moved to Porto.\n…\nYes, by the river.", 2
+    assert cb.covered_turns(hit, msgs) == [0, 2]
 
 
 def test_offtopic_questions_are_asked_as_floor_py_asks_them():
@@ -116,12 +130,12 @@ def test_offtopic_questions_are_asked_as_floor_py_asks_them():
 
 
 def _rows(runner, hay, items, memory):
-    roles = {p.session_id: [m.role for m in p.messages] for p in items}
+    sessions = {p.session_id: p.messages for p in items}
     dates = {p.session_id: p.date for p in items}
     rows = []
     for q in hay.questions:
         block, hits = runner.ask(memory, q)
-        rows.append(runner.row(hay, q, block, hits, roles, dates, 1.0, 2.0))
+        rows.append(runner.row(hay, q, block, hits, sessions, dates, 1.0, 2.0))
     return rows
 
 

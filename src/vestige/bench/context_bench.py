@@ -43,7 +43,7 @@ from .. import lexical, settings
 from ..context import ContextBlock, format_snippet
 from ..ingest import load_json_records, longmemeval_sessions
 from ..memory import Memory
-from ..types import Hit
+from ..types import Hit, Message
 from ..write.validate import FactInput, SessionInput
 from .configs import BenchConfig
 from .data import Haystack, Question
@@ -142,14 +142,27 @@ def kind_of(hay: ContextHaystack, q: Question) -> str:
     return "abstention" if q.abstention else "legitimate"
 
 
-def covered_turns(hit: Hit, roles: list[str] | None) -> list[int]:
-    """The turns of its session a snippet shows (a user-view chunk shows only user turns)."""
+def covered_turns(hit: Hit, messages: list[Message] | None) -> list[int]:
+    """The turns of its session a snippet shows. One passage shows the turns it spans (a
+    user-view chunk only the user's); a memory shown by several passages (grouped) shows a turn
+    when the turn's text, its start or its end, is in one of them: the turns between two
+    passages are left out of the block."""
     if hit.session_id is None or hit.first_turn is None or hit.last_turn is None:
         return []
     turns = range(hit.first_turn, hit.last_turn + 1)
-    if hit.view == "user" and roles is not None:
-        return [t for t in turns if t < len(roles) and roles[t] == "user"]
+    if messages is None:
+        return list(turns)
+    if len(getattr(hit, "passages", None) or ()) > 1:
+        shown = " ".join(hit.text.split())
+        return [t for t in turns if t < len(messages) and _turn_in(messages[t].content, shown)]
+    if hit.view == "user":
+        return [t for t in turns if t < len(messages) and messages[t].role == "user"]
     return list(turns)
+
+
+def _turn_in(content: str, shown: str, width: int = 60) -> bool:
+    text = " ".join(content.split())
+    return bool(text) and (text[:width] in shown or text[-width:] in shown)
 
 
 def term_coverage(question_terms: set[str], text: str) -> float:
@@ -160,9 +173,9 @@ def term_coverage(question_terms: set[str], text: str) -> float:
 
 
 def candidate(hit: Hit, question_terms: set[str], count_tokens: Callable[[str], int], gold: set[str],
-              evidence: dict[str, set[int]], roles: list[str] | None) -> dict[str, Any]:
+              evidence: dict[str, set[int]], messages: list[Message] | None) -> dict[str, Any]:
     """One search hit as the cut sees it: scores, coverage, cost in the block, and its evidence."""
-    turns = covered_turns(hit, roles)
+    turns = covered_turns(hit, messages)
     return {
         "id": hit.id, "session": hit.session_id, "fact": hit.fact_id, "date": hit.date,
         "fused": hit.score, "cosine": hit.scores.get("dense"), "bm25": hit.scores.get("lexical"),
@@ -172,7 +185,7 @@ def candidate(hit: Hit, question_terms: set[str], count_tokens: Callable[[str], 
     }
 
 
-def block_cells(block: ContextBlock, q: Question, roles: dict[str, list[str]],
+def block_cells(block: ContextBlock, q: Question, sessions: dict[str, list[Message]],
                 dates: dict[str, str | None]) -> dict[str, Any]:
     """What the block holds, against the question's evidence."""
     gold = set(q.gold)
@@ -181,7 +194,7 @@ def block_cells(block: ContextBlock, q: Question, roles: dict[str, list[str]],
     snippet_tokens = sum(s.n_tokens for s in snippets)
     evidence_tokens = sum(s.n_tokens for s in snippets if s.hit.id in gold)
     has_turns = any(q.evidence_turns.get(s) for s in q.gold)
-    shown = {(s.hit.id, t) for s in snippets for t in covered_turns(s.hit, roles.get(s.hit.session_id or ""))}
+    shown = {(s.hit.id, t) for s in snippets for t in covered_turns(s.hit, sessions.get(s.hit.session_id or ""))}
     cells: dict[str, Any] = {
         "n_tokens": block.n_tokens,
         "empty": not snippets,
@@ -195,19 +208,23 @@ def block_cells(block: ContextBlock, q: Question, roles: dict[str, list[str]],
                                    if has_turns else None),
     }
     if q.qtype == KNOWLEDGE_UPDATE and gold:
-        cells["latest"] = newest_shown_latest(memories, q.gold, dates)
+        # An entry the block marks as earlier than a later one on the same subject (issue 26 item 6).
+        earlier = {s.hit.id for s in snippets if getattr(s, "earlier_than", None) is not None}
+        cells["latest"] = newest_shown_latest(memories, q.gold, dates, earlier)
     return cells
 
 
-def newest_shown_latest(memories: list[str], gold: list[str], dates: dict[str, str | None]) -> dict[str, Any]:
-    """Item 6: the newest evidence session (by its date) is in the block, and no evidence
-    session shown after it in the block (the block prints oldest first) is older."""
+def newest_shown_latest(memories: list[str], gold: list[str], dates: dict[str, str | None],
+                        earlier: set[str] = frozenset()) -> dict[str, Any]:
+    """Item 6: the newest evidence session (by its date) is in the block, not marked as
+    earlier than another entry, and no evidence session is shown after it (the block prints
+    oldest first)."""
     dated = [(dates.get(s) or "", s) for s in gold]
     newest = max(dated)[1]
     in_block = newest in memories
     later = memories[memories.index(newest) + 1:] if in_block else []
-    return {"newest": newest, "in_block": in_block,
-            "shown_latest": in_block and not any(m in gold for m in later)}
+    return {"newest": newest, "in_block": in_block, "marked_earlier": newest in earlier,
+            "shown_latest": in_block and newest not in earlier and not any(m in gold for m in later)}
 
 
 # -- a run ----------------------------------------------------------------------------------------
@@ -273,19 +290,19 @@ class ContextRunner:
                 t0 = time.perf_counter()
                 memory = self.memory(hay, items)
                 index_ms = (time.perf_counter() - t0) * 1000
-                roles = {p.session_id: [m.role for m in p.messages] for p in items}
+                sessions = {p.session_id: p.messages for p in items}
                 dates = {p.session_id: p.date for p in items} | {f.fact_id: f.date for f in hay.facts}
                 try:
                     for q in hay.questions:
                         t1 = time.perf_counter()
                         block, hits = self.ask(memory, q)
                         query_ms = (time.perf_counter() - t1) * 1000
-                        rows.append(self.row(hay, q, block, hits, roles, dates, index_ms, query_ms))
+                        rows.append(self.row(hay, q, block, hits, sessions, dates, index_ms, query_ms))
                         terms = set(lexical.analyze(q.text))
                         gold = set(q.gold)
                         count = memory.embedder.count_tokens
                         candidates.append({"id": q.qid, "kind": rows[-1]["kind"], "hits": [
-                            candidate(h, terms, count, gold, q.evidence_turns, roles.get(h.session_id or ""))
+                            candidate(h, terms, count, gold, q.evidence_turns, sessions.get(h.session_id or ""))
                             for h in hits]})
                         bar.update(1)
                 finally:
@@ -293,13 +310,13 @@ class ContextRunner:
         return rows, candidates
 
     def row(self, hay: ContextHaystack, q: Question, block: ContextBlock, hits: list[Hit],
-            roles: dict[str, list[str]], dates: dict[str, str | None], index_ms: float,
+            sessions: dict[str, list[Message]], dates: dict[str, str | None], index_ms: float,
             query_ms: float) -> dict[str, Any]:
         kind = kind_of(hay, q)
         row: dict[str, Any] = {
             "id": q.qid, "type": q.qtype, "unit": hay.unit, "kind": kind, "config": self.config.name,
             "question": q.text, "abstention": q.abstention, "gold": q.gold,
-            **block_cells(block, q, roles, dates),
+            **block_cells(block, q, sessions, dates),
             "notes": list(block.notes),
             "index_ms": round(index_ms, 2), "query_ms": round(query_ms, 2),
         }
