@@ -14,11 +14,11 @@ The cut is read's (``vestige.read.cut``): after grouping by memory (each memory 
 chunk's place, with at most ``GROUP_PASSAGES`` of its chunks as passages), the first memory stays;
 another stays when it holds ``min_coverage`` of the question's terms (and some), or when its
 best passage's cosine reaches ``min_cosine`` within ``max_gap`` of the best memory's cosine. The
-budget then takes memories best first; one that does not fit whole is shown by its passage that
-holds most of the question's terms if that fits. The replay approximates two things it cannot
-read from the recorded candidates (the real block is measured afterwards by the context
-benchmark): a memory's coverage is its best passage's (not the union of its passages'), its
-cost the sum of its passages' (one header line each), and it sees the top ``CONTEXT_K`` chunks,
+budget then takes passages in passes (every kept memory's best passage, best memory first; then each shown
+memory's second best; then its third), skipping a passage that does not fit. The replay
+approximates what it cannot read from the recorded candidates (the real block is measured
+afterwards by the context benchmark): a memory's coverage is its best passage's (not the union
+of its passages'), each passage costs a header line, and it sees the top ``CONTEXT_K`` chunks,
 not ``CONTEXT_K`` memories.
 
 Fitting, as ``benchmarks/floor_cv.py`` and ``vestige.bench.fusion_lab`` fit: every grid point is
@@ -88,8 +88,10 @@ class Question:
         self.grouped = self.memories()
         self.today = self.block(self.keep_relative(settings.CONTEXT_RELATIVE_CUT))
 
-    def memories(self) -> list[dict]:
-        """The candidates grouped by memory as ``vestige.read.group`` groups them."""
+    def memories(self) -> list[list[int]]:
+        """The candidates grouped by memory as ``vestige.read.group`` groups them: each memory's
+        passages (candidate indexes, best first; one covering the same turns as a better one
+        left out), at most ``GROUP_PASSAGES``."""
         groups: dict[str, list[int]] = {}
         for i, m in enumerate(self.memory):
             chosen = groups.setdefault(m, [])
@@ -98,40 +100,39 @@ class Question:
                            for j in chosen)
             if not overlaps and len(chosen) < GROUP_PASSAGES:
                 chosen.append(i)
-        out = []
-        for chosen in groups.values():
-            fallback = max(chosen, key=lambda i: (self.coverage[i], -i))
-            out.append({"cosine": self.cosines[chosen[0]], "coverage": max(self.coverage[i] for i in chosen),
-                        "cost": sum(self.cost[i] for i in chosen), "gold": self.gold[chosen[0]],
-                        "turn": any(self.turn[i] for i in chosen), "fallback": (self.cost[fallback], self.turn[fallback])})
-        return out
+        return list(groups.values())
 
     def block_cut(self, p: dict) -> dict:
-        """The new block: grouped, cut as vestige.read.cut cuts, then the budget."""
+        """The new block: grouped, cut as vestige.read.cut cuts, then the budget filled in passes
+        as vestige.context fills it (every kept memory's best passage, then second bests, ...)."""
         items = self.grouped
-        cosines = [m["cosine"] for m in items if m["cosine"] is not None]
-        best = max(cosines, default=None)
+        cosines = [self.cosines[g[0]] for g in items]
+        best = max((c for c in cosines if c is not None), default=None)
+        kept = []
+        for place, g in enumerate(items):
+            cosine, coverage = cosines[place], max(self.coverage[i] for i in g)
+            if place == 0 or (coverage >= p["min_coverage"] and coverage > 0) or (
+                    cosine is not None and best is not None and cosine >= p["min_cosine"]
+                    and best - cosine <= p["max_gap"]):
+                kept.append(g)
         budget = settings.CONTEXT_BUDGET_TOKENS - self.frame
-        used = ev_tokens = memories = 0
+        used = ev_tokens = 0
+        shown: set[int] = set()
         gold = turn = False
-        for place, m in enumerate(items):
-            keep = place == 0 or (m["coverage"] >= p["min_coverage"] and m["coverage"] > 0) or (
-                m["cosine"] is not None and best is not None and m["cosine"] >= p["min_cosine"]
-                and best - m["cosine"] <= p["max_gap"])
-            if not keep:
-                continue
-            cost, shows_turn = m["cost"], m["turn"]
-            if used + cost > budget:
-                cost, shows_turn = m["fallback"]
-                if used + cost > budget:
+        for rank in range(GROUP_PASSAGES):
+            for n, g in enumerate(kept):
+                if rank >= len(g) or (rank > 0 and n not in shown):
                     continue
-            used += cost
-            memories += 1
-            if m["gold"]:
-                ev_tokens += cost
-                gold, turn = True, turn or shows_turn
+                i = g[rank]
+                if used + self.cost[i] > budget:
+                    continue
+                used += self.cost[i]
+                shown.add(n)
+                if self.gold[i]:
+                    ev_tokens += self.cost[i]
+                    gold, turn = True, turn or self.turn[i]
         return {"evidence": gold, "turn": turn, "ev_tokens": ev_tokens, "tokens": used,
-                "served": used + self.frame if used else 0, "memories": memories}
+                "served": used + self.frame if used else 0, "memories": len(shown)}
 
     def keep_relative(self, share: float) -> np.ndarray:
         return self.fused >= share * self.fused.max() if len(self.fused) else np.zeros(0, dtype=bool)
