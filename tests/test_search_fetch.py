@@ -27,11 +27,13 @@ def user_only_sessions(n: int, seed: int) -> list[dict]:
             for i in range(n)]
 
 
-def whole_pool(store, app, chosen, wanted, dense_scores, lexical_scores, stage):
-    """The fetch before: every candidate of the pool at once, then merged."""
+def whole_pool(store, app, chosen, wanted, dense_scores, lexical_scores, stage, items=0):
+    """The fetch before: every candidate of the pool at once, then merged (and counted as
+    ``_fetch_hits`` counts: rows asked for, rows gone)."""
     rows = store.fetch_chunks(app, [cid for cid, _, _ in chosen])
-    return search._merge_duplicates([search._hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
+    hits = search._merge_duplicates([search._hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
                                      for cid, score, ranks in chosen if cid in rows])
+    return hits, len(chosen), len(chosen) - len(rows)
 
 
 def test_a_search_without_copies_reads_k_rows(tmp_path):

@@ -440,6 +440,7 @@ class Memory:
         rerank: bool = True,
         now: Any = None,
         where: dict[str, Any] | None = None,
+        explain: bool = False,
     ) -> Results:
         """The k most relevant chunks, best first, each explaining its rank in every channel.
 
@@ -448,6 +449,9 @@ class Memory:
         the question is asked (default: the current time), to resolve "last Sunday" and such.
         ``where``: only items whose metadata has each of these top-level keys equal to the value
         (``{"source": "chat"}``), filtered inside the store before either channel is cut.
+        ``explain``: each hit carries ``why`` (its rank and score in each channel, the terms it
+        matched, its fused score, the second stage's move) and ``results.dropped`` lists what
+        each stage left out; ``results.trace`` records every stage either way.
         """
         app = check_app(app)
         if isinstance(query, str) and not query.strip():
@@ -461,6 +465,8 @@ class Memory:
             previous = check_text(previous, "previous", max_chars=MAX_QUERY_CHARS)
         if not isinstance(rerank, bool):
             raise InvalidInput(f"rerank must be True or False, got {shown(rerank)}")
+        if not isinstance(explain, bool):
+            raise InvalidInput(f"explain must be True or False, got {shown(explain)}")
         when = check_date(now, "now")
         if where is not None:
             if not isinstance(where, dict) or not where:
@@ -470,7 +476,8 @@ class Memory:
         reranker = self.reranker if rerank else None
         # Stored dates are compared as wall-clock times (vestige.rerank.evidence): so is now.
         moment = datetime.fromisoformat(when).replace(tzinfo=None) if when else datetime.now()
-        return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment)
+        extra = {"explain": True} if explain else {}  # the lab's scripts wrap the bare call
+        return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment, **extra)
 
     def context(
         self,

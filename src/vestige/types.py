@@ -56,6 +56,10 @@ class Hit:
     first_turn: int | None = None  # the turns of its session the chunk covers
     last_turn: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # its session's or fact's
+    # Grouped by memory (vestige.read.group): the item's best passages, in original order.
+    passages: list[str] = field(default_factory=list)
+    # With explain=True: why it was recalled (vestige.read.trace.why); None otherwise.
+    why: dict[str, Any] | None = None
 
     @property
     def id(self) -> str | None:
@@ -87,4 +91,6 @@ class Hit:
             "last_turn": self.last_turn,
             "title": self.title,
             "metadata": dict(self.metadata),
+            "passages": list(self.passages),
+            "why": self.why,
         }
