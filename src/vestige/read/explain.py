@@ -43,3 +43,42 @@ def explain_hit(hit: Hit, question: Question, before: int | None, after: int, re
     # A second stage re-orders hits but leaves their score, the fused one, as it was.
     return why(hit.ranks, hit.scores, matched_terms(hit.text, question), hit.score, moved,
                list(hit.passages) if hit.passages else [hit.text])
+
+
+# -- in words (the CLI's --explain, MCP recall) -------------------------------------------------
+
+
+def _channel_words(name: str, entry: dict[str, Any]) -> str:
+    if entry.get("rank") is None:
+        return f"{name} -"
+    score = entry.get("score")
+    label = "cosine" if name == "dense" else "bm25"
+    return f"{name} #{entry['rank']}" + (f" ({label} {score:.3f})" if score is not None else "")
+
+
+def explain_line(hit: Hit) -> str:
+    """One line: why a hit was recalled (needs ``hit.why``, from ``explain=True``)."""
+    why_ = hit.why
+    if not why_:
+        return "why: not explained (search with explain=True)"
+    parts = [_channel_words(name, entry) for name, entry in why_["channels"].items()]
+    parts.append(f"fused {why_['fused']:.3f}")
+    parts.append("matched: " + (", ".join(why_["matched_terms"]) or "no word of the question"))
+    moved = why_.get("second_stage")
+    if moved:
+        parts.append(f"second stage: {moved['before']} -> {moved['after']}")
+    return "why: " + " · ".join(parts)
+
+
+def explain_text(results: Any) -> str:
+    """The stages' records and what they left out, a line each (``results``: search Results or
+    a context block, both carry ``trace`` and ``dropped``)."""
+    lines = ["stages:"]
+    for record in results.trace:
+        lines.append(f"  {record.stage:<12} kept {record.kept:>4}, dropped {record.dropped:>4}  {record.note}")
+    if results.dropped:
+        lines.append("left out:")
+        for dropped in results.dropped:
+            score = f" (score {dropped.score:.3f})" if dropped.score is not None else ""
+            lines.append(f"  {dropped.id} at {dropped.stage}{score}: {dropped.reason}")
+    return "\n".join(lines)
