@@ -238,3 +238,22 @@ def test_porto_the_fact_first_and_unrelated_conversations_out_of_the_block():
         assert {d.id for d in block.dropped if d.stage == "cut"} == {"code-0", "code-1", "code-2"}
         before = m.derive(group=False, cut=None).context("Where do I live?", app="me", relative_cut=0.65)
         assert len(before.snippets) == 4  # the cut it replaces kept everything
+
+
+def test_matched_terms_are_every_word_the_analyzer_matches():
+    """The fast scan (only words opening like a term are stemmed) finds what stemming every
+    word finds, the Snowball special cases included ("dying" -> "die", "early" -> "earli")."""
+    import re
+    import unicodedata
+
+    from vestige.lexical import stem
+    from vestige.read.explain import matched_terms
+
+    text = ("Dying plants, early mornings and HAPPILY painted Galleries; the gallery's painter was "
+            "happy. Skis, news, idly cycling, naïve café owners, Straße 2024 and x_y.")
+    question = Question("Which dies early? Happy painters, galleries, ski news, idle cycle, naive cafe, strasse, 2024, x")
+    wanted, reference = set(question.terms), {}
+    for word in re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text)):
+        reference.setdefault(stem(word.casefold()), word) if stem(word.casefold()) in wanted else None
+    assert matched_terms(text, question) == list(reference.values())
+    assert {"Dying", "early", "happy", "Galleries", "Skis", "news"} <= set(matched_terms(text, question))

@@ -7,6 +7,7 @@ score, the second stage's move and its passages.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Any
@@ -16,15 +17,30 @@ from ..types import Hit
 from .question import Question
 from .trace import why
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: Snowball's exceptional forms that change a word's second letter: dying, lying, tying.
+_IE_FROM_YING = frozenset({"di", "li", "ti"})
+
+
+@functools.lru_cache(maxsize=64)
+def _candidates(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """Words (runs of letters and digits, as the analyzer cuts them) opening with one of the
+    prefixes, in any case: a Snowball stem keeps its word's first two letters (but for "dying",
+    "lying", "tying": "die", "lie", "tie"), so only these words can stem to a term with that
+    opening (the regex scans in C; few words are stemmed)."""
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, prefixes)) + r")[^\W_]*", re.IGNORECASE)
 
 
 def matched_terms(text: str, question: Question) -> list[str]:
     """The words of ``text`` that are the question's index terms (matched by stem, as the
     lexical channel matches them), each once, as first written in the text."""
     wanted = set(question.terms)
+    if not wanted:
+        return []
     found: dict[str, str] = {}
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
+    openings = {term[:2] for term in wanted}
+    openings |= {opening[0] + "y" for opening in openings & _IE_FROM_YING}
+    pattern = _candidates(tuple(sorted(openings)))
+    for word in dict.fromkeys(pattern.findall(unicodedata.normalize("NFKC", text))):
         term = stem(word.casefold())
         if term in wanted and term not in found:
             found[term] = word

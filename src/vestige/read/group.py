@@ -36,13 +36,14 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
     for hit in hits:
         chosen = members.setdefault((hit.fact_id, hit.session_id), [])
         if any(_overlaps(hit, other) for other in chosen):
-            trace.drop(hit.id or f"chunk {hit.chunk_id}", "group", "covers the same turns as a better passage",
-                       hit.score)
+            why = "covers the same turns as a better passage"
         elif len(chosen) < passages:
             chosen.append(hit)
+            continue
         else:
-            trace.drop(hit.id or f"chunk {hit.chunk_id}", "group",
-                       f"a weaker passage of a memory already showing {passages}", hit.score)
+            why = f"a weaker passage of a memory already showing {passages}"
+        if trace.explain:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "group", why, hit.score)
     out = []
     for chosen in members.values():
         best = chosen[0]

@@ -206,9 +206,9 @@ class Search:
 
     def results(self) -> Results:
         hits = self.hits[: self.k]
-        for hit in self.hits[self.k :]:
-            self.trace.drop(_label(hit), "k", f"ranked below the {self.k} asked for", hit.score)
         if self.trace.explain:
+            for hit in self.hits[self.k :]:
+                self.trace.drop(_label(hit), "k", f"ranked below the {self.k} asked for", hit.score)
             for place, hit in enumerate(hits, 1):
                 hit.why = explain_hit(hit, self.question, self.fused_place.get(hit.chunk_id), place, self.reranker)
         comparable = self.lexical_ranking is not None and self.settings.fusion == "convex"
