@@ -174,13 +174,27 @@ def test_the_block_marks_the_older_of_two_memories_on_one_subject_and_superseded
     assert block.trace[-1].stage == "budget" and block.to_dict()["snippets"][0]["earlier_than"] == 3
 
 
-def test_a_memory_too_long_for_the_budget_is_shown_by_its_best_passage():
-    long = Hit(chunk_id=1, text="x", score=1.0, session_id="s", fact_id=None, date="2024-01-01", roles=("user",),
-               view="all", passages=["filler " * 60, "The user's bike is blue.", "more filler " * 40])
-    long.text = "\n…\n".join(long.passages)
-    block = build_context([long], lambda text: len(text.split()), budget_tokens=60, terms=["bike"], trace=Trace())
-    assert "The user's bike is blue." in block and "filler" not in block
-    assert "best passage only" in block.trace[-1].note
+def _session(session_id: str, score: float, passages: list[str], ranks: list[int]) -> Hit:
+    return Hit(chunk_id=len(session_id), text="\n…\n".join(passages), score=score, session_id=session_id,
+               fact_id=None, date="2024-01-01", roles=("user",), view="all", passages=passages, passage_ranks=ranks)
+
+
+def test_the_budget_is_filled_in_passes_over_passage_rank():
+    """The best passage of every memory first, then second bests: two memories both fit by
+    their best passages where the first one whole would crowd the second out."""
+    first = _session("s1", 0.9, ["filler " * 60, "The user's bike is blue.", "more filler " * 30], [1, 2, 0])
+    second = _session("s2", 0.8, ["The user rides it on Sundays.", "an aside " * 40], [0, 1])
+    words = lambda text: len(text.split())  # noqa: E731
+    block = build_context([first, second], words, budget_tokens=140, trace=Trace())
+    shown = {s.hit.id: s for s in block.snippets}
+    assert set(shown) == {"s1", "s2"} and block.n_tokens <= 140
+    assert "The user's bike is blue." in shown["s1"].text and "more filler" in shown["s1"].text  # 1st and 2nd best
+    assert "filler filler" not in shown["s1"].text.split("more filler")[0]  # its third-best passage left out
+    assert shown["s1"].text.index("bike is blue") < shown["s1"].text.index("more filler")  # original order
+    assert "an aside" not in shown["s2"].text
+    assert "shown by some of their passages" in block.trace[-1].note
+    whole = build_context([first, second], words, budget_tokens=400, trace=Trace())
+    assert all(s.text.endswith(s.hit.text.strip()) for s in whole.snippets)  # room for all: whole
 
 
 def test_explain_over_http_and_the_cli(tmp_path):

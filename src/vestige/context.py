@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import InvalidInput
 from .lexical import analyze
+from .read.group import PASSAGE_GAP
 from .read.trace import Dropped, StageRecord, Trace
 from .settings import CONTEXT_BUDGET_TOKENS
 from .types import Hit
@@ -151,10 +152,11 @@ def build_context(
 ) -> ContextBlock:
     """Format the best of ``hits`` (best first) that fit ``budget_tokens``: the budget stage.
 
-    Tokens are counted with ``count_tokens`` (the embedder's tokenizer), frame included. Hits
-    are taken best first; one that does not fit whole is shown by its one passage that holds
-    most of the question's ``terms`` if that fits, else skipped (never cut), and a note says
-    so. ``order="date"`` prints the kept snippets oldest first (a timeline; an entry that speaks
+    Tokens are counted with ``count_tokens`` (the embedder's tokenizer), frame included. The
+    budget is filled in passes over passage rank: the best passage of each memory (best memory
+    first), then each one's second best, then its third; every memory is shown once, with the
+    passages that fit in their original order. A memory whose best passage does not fit is left
+    out (never cut), and a note says so. ``order="date"`` prints the kept snippets oldest first (a timeline; an entry that speaks
     of the same thing as a later one, by the question's ``terms`` they hold, is marked earlier),
     ``"relevance"`` best first. ``min_score`` drops hits scoring under it. ``relative_cut``
     drops hits scoring under that share of the best hit's score (the cut before
@@ -189,30 +191,21 @@ def build_context(
         return ContextBlock(notes=notes + [f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)"],
                             trace=trace)
     wanted = set(terms)
-    used, chosen, seen, skipped, shortened = frame, [], set(), 0, 0
-    for hit in hits:
-        key = (hit.session_id, hit.fact_id, " ".join(hit.text.split()))
-        if key in seen:  # the same text indexed in two views
-            continue
-        seen.add(key)
-        # Numbers are at most 3 digits for any k we allow; count with a placeholder of that width.
-        text = hit.text
-        cost = count(format_snippet(999, hit, text))
-        if used + cost > budget and len(hit.passages) > 1:
-            text = max(hit.passages, key=lambda p: len(wanted.intersection(analyze(p))))
-            cost = count(format_snippet(999, hit, text))
-            shortened += used + cost <= budget
-        if used + cost > budget:
-            skipped += 1
-            trace.drop(hit.id or f"chunk {hit.chunk_id}", "budget", f"{cost} tokens did not fit the "
-                       f"{budget - used} left of {budget}", hit.score)
-            continue
-        chosen.append((hit, text, cost))
-        used += cost
+    fills, used = _fill(hits, count, budget, frame)
+    chosen = []
+    for hit, shown in fills:
+        if shown:
+            text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in shown)
+            chosen.append((hit, text, count(format_snippet(999, hit, text))))
+        else:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "budget", f"its best passage did not fit the "
+                       f"{budget - used} tokens left of {budget}", hit.score)
+    skipped = len(fills) - len(chosen)
     if skipped:
         notes.append(f"{skipped} hits did not fit the budget of {budget} tokens and were left out")
+    shortened = sum(0 < len(shown) < len(_passages(hit)) for hit, shown in fills)
     trace.record("budget", len(chosen), skipped, f"{used} of {budget} tokens"
-                 + (f"; {shortened} memories shown by their best passage only" if shortened else ""))
+                 + (f"; {shortened} memories shown by some of their passages" if shortened else ""))
     while chosen:
         snippets = _layout(chosen, order, wanted)
         text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
@@ -241,6 +234,43 @@ def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str]) -> 
         mark = later[n - 1] + 1 if n - 1 in later else None
         snippets.append(Snippet(hit, format_snippet(n, hit, text, mark), cost, mark))
     return snippets
+
+
+def _passages(hit: Hit) -> list[str]:
+    """A memory's passages in original order (a chunk hit: its text)."""
+    return hit.passages or [hit.text]
+
+
+def _fill(hits: list[Hit], count: Callable[[str], int], budget: int, used: int) -> tuple[list[tuple[Hit, set[int]]], int]:
+    """Which passages of which memories the budget holds, in passes over passage rank: first
+    the best passage of every memory, best memory first; then each memory's second best; then
+    its third. Each memory is shown once; a memory whose best passage does not fit is left out
+    (its set is empty). The same text indexed twice (two views) is placed once. Returns
+    (memory, its shown passages' indexes) in rank order, and the tokens used."""
+    fills: list[tuple[Hit, set[int]]] = []
+    costs: list[int] = []
+    seen = set()
+    for hit in hits:
+        key = (hit.session_id, hit.fact_id, " ".join(hit.text.split()))
+        if key not in seen:  # the same text indexed in two views
+            seen.add(key)
+            fills.append((hit, set()))
+            costs.append(0)
+    rounds = max((len(_passages(hit)) for hit, _ in fills), default=0)
+    for round_ in range(rounds):
+        for n, (hit, shown) in enumerate(fills):
+            order = hit.passage_ranks or list(range(len(_passages(hit))))
+            if round_ >= len(order) or (round_ > 0 and not shown):
+                continue
+            trial = shown | {order[round_]}
+            text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in trial)
+            # Numbers are at most 3 digits for any k we allow; count with a placeholder of that width.
+            cost = count(format_snippet(999, hit, text))
+            if used - costs[n] + cost <= budget:
+                shown.add(order[round_])
+                used += cost - costs[n]
+                costs[n] = cost
+    return fills, used
 
 
 def _drop_missing(trace: Trace, before: list[Hit], after: list[Hit], reason: str) -> None:

@@ -58,6 +58,8 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)  # its session's or fact's
     # Grouped by memory (vestige.read.group): the item's best passages, in original order.
     passages: list[str] = field(default_factory=list)
+    # The passages' places best first (passage_ranks[0]: the index of the best passage).
+    passage_ranks: list[int] = field(default_factory=list)
     # With explain=True: why it was recalled (vestige.read.trace.why); None otherwise.
     why: dict[str, Any] | None = None
 

@@ -47,9 +47,11 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
     out = []
     for chosen in members.values():
         best = chosen[0]
-        texts = [h.text for h in sorted(chosen, key=_position)]
+        in_order = sorted(range(len(chosen)), key=lambda i: _position(chosen[i]))
+        texts = [chosen[i].text for i in in_order]
         grouped = replace(best, ranks=dict(best.ranks), scores=dict(best.scores), metadata=dict(best.metadata),
                           text=PASSAGE_GAP.join(texts), passages=texts,
+                          passage_ranks=sorted(range(len(in_order)), key=lambda place: in_order[place]),
                           first_turn=min((h.first_turn for h in chosen if h.first_turn is not None), default=None),
                           last_turn=max((h.last_turn for h in chosen if h.last_turn is not None), default=None))
         out.append(grouped)
