@@ -32,6 +32,8 @@ async def remember_then_recall(client: Client) -> None:
 
     recalled = text_of(await client.call_tool("recall", {"query": "What is my cat called?", "k": 2}))
     assert recalled.startswith("1. id " + memory_id) and "Admon" in recalled and "2024-05-01" in recalled
+    explained = text_of(await client.call_tool("recall", {"query": "What is my cat called?", "k": 1, "explain": True}))
+    assert "why: dense #" in explained and "matched: cat" in explained and "stages:" in explained
 
     block = text_of(await client.call_tool("context", {"query": "cat name", "budget_tokens": 300}))
     assert "Admon" in block and "past records" in block

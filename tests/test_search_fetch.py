@@ -27,25 +27,35 @@ def user_only_sessions(n: int, seed: int) -> list[dict]:
             for i in range(n)]
 
 
-def whole_pool(store, app, chosen, wanted, dense_scores, lexical_scores, stage):
-    """The fetch before: every candidate of the pool at once, then merged."""
+def whole_pool(store, app, chosen, wanted, dense_scores, lexical_scores, stage, items=0):
+    """The fetch before: every candidate of the pool at once, then merged (and counted as
+    ``_fetch_hits`` counts: rows asked for, rows gone)."""
     rows = store.fetch_chunks(app, [cid for cid, _, _ in chosen])
-    return search._merge_duplicates([search._hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
+    hits = search._merge_duplicates([search._hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
                                      for cid, score, ranks in chosen if cid in rows])
+    return hits, len(chosen), len(chosen) - len(rows)
 
 
 def test_a_search_without_copies_reads_k_rows(tmp_path):
-    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None)
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, group=False)
     add_all(mem, make_sessions(40, seed=1))
     asked = counting(mem)
     hits = mem.search("garden lantern harbor", k=8, rerank=False)
     assert len(hits) == 8 and asked == [8]  # was 16: twice k, room for copies this view never makes
+    # Grouped by memory (the default), rows are read on, a step at a time, until k memories:
+    # exactly as far as the 8th distinct memory of the chunk ranking.
+    order = [h.id for h in mem.search("garden lantern harbor", k=40, rerank=False)]
+    needed = next(i for i in range(len(order)) if len(set(order[: i + 1])) == 8) + 1
+    asked.clear()
+    grouped = mem.derive(group=True).search("garden lantern harbor", k=8, rerank=False)
+    assert [h.id for h in grouped] == list(dict.fromkeys(order))[:8]
+    assert asked[0] == 8 and sum(asked) == needed
     mem.close()
 
 
 @pytest.mark.parametrize("view", ["both", "split-apart"])
 def test_copies_are_merged_and_the_budget_still_filled(tmp_path, view, monkeypatch):
-    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, plan=view)
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, plan=view, group=False)
     sessions = user_only_sessions(40, seed=2)
     add_all(mem, sessions)
     queries = [s["messages"][0]["content"] for s in sessions[:12]]
@@ -62,7 +72,7 @@ def test_copies_are_merged_and_the_budget_still_filled(tmp_path, view, monkeypat
 def test_rows_fetched_in_steps_give_the_whole_pools_hits(tmp_path, monkeypatch):
     """Exact copies within one plan (the same user line twice in a session, say): the steps
     read on until k distinct hits, and return what fetching the whole pool returned."""
-    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, chunk_tokens=16)
+    mem = Memory(tmp_path / "m.sqlite", embedder="hash", reranker=None, chunk_tokens=16, group=False)
     sessions = user_only_sessions(40, seed=3)
     for s in sessions[::2]:
         s["messages"] = s["messages"] * 3  # the same turn three times, a chunk each: copies

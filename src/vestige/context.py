@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidInput
+from .lexical import analyze
+from .read.group import PASSAGE_GAP
+from .read.trace import Dropped, StageRecord, Trace
 from .settings import CONTEXT_BUDGET_TOKENS
 from .types import Hit
 from .write.validate import shown
@@ -44,6 +47,7 @@ class Snippet:
     hit: Hit
     text: str  # the formatted entry, header line included
     n_tokens: int
+    earlier_than: int | None = None  # the number of a later entry that speaks of the same thing
 
 
 class ContextBlock(str):
@@ -56,12 +60,17 @@ class ContextBlock(str):
     snippets: list[Snippet]
     notes: list[str]
     n_tokens: int
+    trace: list[StageRecord]  # what each stage of the read path decided (vestige.read.trace)
+    dropped: list[Dropped]  # with explain: what each stage left out, and why
 
-    def __new__(cls, text: str = "", snippets: Sequence[Snippet] = (), notes: Sequence[str] = (), n_tokens: int = 0):
+    def __new__(cls, text: str = "", snippets: Sequence[Snippet] = (), notes: Sequence[str] = (), n_tokens: int = 0,
+                trace: Trace | None = None):
         block = super().__new__(cls, text)
         block.snippets = list(snippets)
         block.notes = list(notes)
         block.n_tokens = n_tokens
+        block.trace = list(trace.records) if trace else []
+        block.dropped = list(trace.dropped) if trace else []
         return block
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,9 +78,11 @@ class ContextBlock(str):
             "context": str(self),
             "n_tokens": self.n_tokens,
             "snippets": [
-                {**s.hit.to_dict(), "n_tokens": s.n_tokens} for s in self.snippets
+                {**s.hit.to_dict(), "n_tokens": s.n_tokens, "earlier_than": s.earlier_than} for s in self.snippets
             ],
             "notes": list(self.notes),
+            "trace": [r.to_dict() for r in self.trace],
+            "dropped": [d.to_dict() for d in self.dropped],
         }
 
 
@@ -87,12 +98,28 @@ def format_date(date: str | None) -> str:
 def format_source(hit: Hit) -> str:
     if hit.fact_id is not None:
         return f"note {hit.fact_id}"
+    if hit.metadata.get("source") == "markdown":
+        return f"note {hit.session_id}" + (f' "{hit.title}"' if hit.title and hit.title != hit.session_id else "")
     roles = ", ".join(r for r in hit.roles if r) or "conversation"
-    return f"conversation {hit.session_id} ({roles})"
+    titled = f' "{hit.title}"' if hit.title else ""
+    return f"conversation {hit.session_id}{titled} ({roles})"
 
 
-def format_snippet(number: int, hit: Hit) -> str:
-    return f"[{number}] {format_date(hit.date)} · {format_source(hit)}\n{hit.text.strip()}"
+def format_marks(hit: Hit, earlier_than: int | None = None) -> str:
+    """The marks after an entry's source: superseded (set by a person, naming the memory that
+    replaces it), earlier than entry ``earlier_than``, which is later on the same subject."""
+    marks = ""
+    superseded = hit.metadata.get("superseded_by")
+    if isinstance(superseded, str) and superseded:
+        marks += f" · superseded by {superseded}"
+    if earlier_than is not None:
+        marks += f" · earlier than [{earlier_than}]"
+    return marks
+
+
+def format_snippet(number: int, hit: Hit, text: str | None = None, earlier_than: int | None = None) -> str:
+    body = (hit.text if text is None else text).strip()
+    return f"[{number}] {format_date(hit.date)} · {format_source(hit)}{format_marks(hit, earlier_than)}\n{body}"
 
 
 def _check_budget(budget_tokens: Any) -> int:
@@ -120,61 +147,158 @@ def build_context(
     order: str = "date",
     notes: Sequence[str] = (),
     relative_cut: float | None = None,
+    terms: Sequence[str] = (),
+    trace: Trace | None = None,
 ) -> ContextBlock:
-    """Format the best of ``hits`` (best first) that fit ``budget_tokens``.
+    """Format the best of ``hits`` (best first) that fit ``budget_tokens``: the budget stage.
 
-    Tokens are counted with ``count_tokens`` (the embedder's tokenizer), frame included. Hits
-    are taken best first; one that does not fit whole is skipped (never cut), and a note says
-    so. ``order="date"`` prints the kept snippets oldest first (a timeline), ``"relevance"``
-    best first. ``min_score`` drops hits scoring under it. ``relative_cut`` drops hits scoring
-    under that share of the best hit's score (meaningful only for scores on one scale, as the
-    convex fusion's are: ``Memory.context`` passes it only then), so the budget is not padded
-    with memories far weaker than the best. ``notes`` (from the search) are carried into the
-    block's notes. ``Memory.context`` searches and calls this.
+    Tokens are counted with ``count_tokens`` (the embedder's tokenizer), frame included. The
+    budget is filled in passes over passage rank: the best passage of each memory (best memory
+    first), then each one's second best, then its third; every memory is shown once, with the
+    passages that fit in their original order. A memory whose best passage does not fit is left
+    out (never cut), and a note says so. ``order="date"`` prints the kept snippets oldest first (a timeline; an entry that speaks
+    of the same thing as a later one, by the question's ``terms`` they hold, is marked earlier),
+    ``"relevance"`` best first. ``min_score`` drops hits scoring under it. ``relative_cut``
+    drops hits scoring under that share of the best hit's score (the cut before
+    ``vestige.read.cut``; meaningful only for convex-fused scores). ``notes`` (from the search)
+    are carried into the block's notes, ``trace`` into its trace (with a "budget" record).
     """
     budget = check_options(budget_tokens, order)
+    trace = trace if trace is not None else Trace()
     notes = list(notes)
     hits = list(hits)
     if min_score is not None:
         kept = [h for h in hits if h.score >= min_score]
         if len(kept) < len(hits):
             notes.append(f"{len(hits) - len(kept)} hits under the relevance floor {min_score} left out")
+        _drop_missing(trace, hits, kept, f"scores under the minimum {min_score}")
         hits = kept
     if relative_cut is not None and hits:
         best = max(h.score for h in hits)
         kept = [h for h in hits if h.score >= relative_cut * best]
         if len(kept) < len(hits):
             notes.append(f"{len(hits) - len(kept)} hits under {relative_cut:g} of the best hit's score left out")
+        _drop_missing(trace, hits, kept, f"under {relative_cut:g} of the best hit's score")
         hits = kept
     if not hits:
-        return ContextBlock(notes=notes)
+        trace.record("budget", 0, 0, "nothing to place")
+        return ContextBlock(notes=notes, trace=trace)
 
     count = count_tokens
     frame = count(HEADER) + count(FOOTER)
     if frame >= budget:
-        return ContextBlock(notes=notes + [f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)"])
-    used, chosen, seen, skipped = frame, [], set(), 0
-    for hit in hits:
-        key = (hit.session_id, hit.fact_id, " ".join(hit.text.split()))
-        if key in seen:  # the same text indexed in two views
-            continue
-        seen.add(key)
-        # Numbers are at most 3 digits for any k we allow; count with a placeholder of that width.
-        cost = count(format_snippet(999, hit))
-        if used + cost > budget:
-            skipped += 1
-            continue
-        chosen.append((hit, cost))
-        used += cost
+        trace.record("budget", 0, len(hits), f"the frame alone ({frame} tokens) fills the budget")
+        return ContextBlock(notes=notes + [f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)"],
+                            trace=trace)
+    wanted = set(terms)
+    fills, used = _fill(hits, count, budget, frame)
+    chosen = []
+    for hit, shown in fills:
+        if shown:
+            text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in shown)
+            chosen.append((hit, text, count(format_snippet(999, hit, text))))
+        else:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "budget", f"its best passage did not fit the "
+                       f"{budget - used} tokens left of {budget}", hit.score)
+    skipped = len(fills) - len(chosen)
     if skipped:
         notes.append(f"{skipped} hits did not fit the budget of {budget} tokens and were left out")
-    if not chosen:
-        return ContextBlock(notes=notes)
+    shortened = sum(0 < len(shown) < len(_passages(hit)) for hit, shown in fills)
+    trace.record("budget", len(chosen), skipped, f"{used} of {budget} tokens"
+                 + (f"; {shortened} memories shown by some of their passages" if shortened else ""))
+    while chosen:
+        snippets = _layout(chosen, order, wanted)
+        text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
+        n_tokens = count(text)
+        if n_tokens <= budget or not any(s.earlier_than for s in snippets):
+            return ContextBlock(text, snippets, notes, n_tokens, trace)
+        # The marks took the last few tokens: the weakest entry makes room for them.
+        hit = chosen.pop()[0]
+        trace.drop(hit.id or f"chunk {hit.chunk_id}", "budget", "made room for the marks of earlier entries",
+                   hit.score)
+    return ContextBlock(notes=notes, trace=trace)
+
+
+def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str]) -> list[Snippet]:
+    """The entries numbered in the block's order, each marked earlier when a later one speaks
+    of the same thing."""
     if order == "date":
-        chosen.sort(key=lambda pair: (pair[0].date or "", pair[0].session_id or "", pair[0].fact_id or "", pair[0].chunk_id))
-    snippets = [Snippet(hit, format_snippet(n, hit), cost) for n, (hit, cost) in enumerate(chosen, 1)]
-    text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
-    return ContextBlock(text, snippets, notes, count(text))
+        chosen = sorted(chosen, key=lambda c: (c[0].date or "", c[0].session_id or "", c[0].fact_id or "",
+                                               c[0].chunk_id))
+        later = _later_on_the_same_subject([analyze(text) for _, text, _ in chosen], [h.date for h, _, _ in chosen],
+                                           terms)
+    else:
+        later = {}
+    snippets = []
+    for n, (hit, text, cost) in enumerate(chosen, 1):
+        mark = later[n - 1] + 1 if n - 1 in later else None
+        snippets.append(Snippet(hit, format_snippet(n, hit, text, mark), cost, mark))
+    return snippets
+
+
+def _passages(hit: Hit) -> list[str]:
+    """A memory's passages in original order (a chunk hit: its text)."""
+    return hit.passages or [hit.text]
+
+
+def _fill(hits: list[Hit], count: Callable[[str], int], budget: int, used: int) -> tuple[list[tuple[Hit, set[int]]], int]:
+    """Which passages of which memories the budget holds, in passes over passage rank: first
+    the best passage of every memory, best memory first; then each memory's second best; then
+    its third. Each memory is shown once; a memory whose best passage does not fit is left out
+    (its set is empty). The same text indexed twice (two views) is placed once. Returns
+    (memory, its shown passages' indexes) in rank order, and the tokens used."""
+    fills: list[tuple[Hit, set[int]]] = []
+    costs: list[int] = []
+    seen = set()
+    for hit in hits:
+        key = (hit.session_id, hit.fact_id, " ".join(hit.text.split()))
+        if key not in seen:  # the same text indexed in two views
+            seen.add(key)
+            fills.append((hit, set()))
+            costs.append(0)
+    rounds = max((len(_passages(hit)) for hit, _ in fills), default=0)
+    for round_ in range(rounds):
+        for n, (hit, shown) in enumerate(fills):
+            order = hit.passage_ranks or list(range(len(_passages(hit))))
+            if round_ >= len(order) or (round_ > 0 and not shown):
+                continue
+            trial = shown | {order[round_]}
+            text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in trial)
+            # Numbers are at most 3 digits for any k we allow; count with a placeholder of that width.
+            cost = count(format_snippet(999, hit, text))
+            if used - costs[n] + cost <= budget:
+                shown.add(order[round_])
+                used += cost - costs[n]
+                costs[n] = cost
+    return fills, used
+
+
+def _drop_missing(trace: Trace, before: list[Hit], after: list[Hit], reason: str) -> None:
+    kept = {id(h) for h in after}
+    for hit in before:
+        if id(hit) not in kept:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "cut", reason, hit.score)
+
+
+def _later_on_the_same_subject(entry_terms: list[list[str]], dates: list[str | None],
+                               question_terms: set[str]) -> dict[int, int]:
+    """For entries in date order: entry -> the last later entry that speaks of the same thing.
+
+    Two entries speak of the same thing when each holds some of the question's terms and they
+    share at least half of the question's terms either holds (a knowledge update: "I have two
+    bikes" then "I sold a bike"). Undated entries, and entries of the same day, are not marked."""
+    held = [question_terms.intersection(terms) for terms in entry_terms]
+    days = [d[:10] if d else None for d in dates]
+    out: dict[int, int] = {}
+    for i in range(len(held)):
+        for j in range(len(held) - 1, i, -1):
+            either = held[i] | held[j]
+            if days[i] is None or days[j] is None or days[j] <= days[i]:
+                continue
+            if held[i] and held[j] and 2 * len(held[i] & held[j]) >= len(either):
+                out[i] = j
+                break
+    return out
 
 
 # -- placing the block in a chat ---------------------------------------------------------------

@@ -25,7 +25,9 @@ from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInpu
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.floor import Floor
-from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search
+from .read.cut import CutParams
+from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search
+from .read.trace import Trace
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
 from .types import Chunk, Message
@@ -55,6 +57,12 @@ class IngestReport:
         self.replaced += other.replaced
         self.unchanged += other.unchanged
         self.chunks += other.chunks
+
+
+def _check_group(group: object) -> bool:
+    if not isinstance(group, bool):
+        raise ConfigError(f"group must be True or False, got {group!r}")
+    return group
 
 
 class Memory:
@@ -91,6 +99,8 @@ class Memory:
         create: bool = True,
         chunker: Chunker | None = None,
         dense: str = "auto",
+        group: bool = settings.GROUP_BY_MEMORY,
+        cut: str | CutParams | None = settings.CUT,
     ):
         self.store: Store = open_store(location, create=create)
         try:
@@ -98,8 +108,9 @@ class Memory:
             self.settings = SearchSettings(
                 depth=depth, fusion=check_fusion(fusion), dense_weight=check_dense_weight(dense_weight),
                 rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
-                floor=self._floor(floor), fetch_whole_pool=len(self.plan.sets) > 1,
+                floor=self._floor(floor), fetch_whole_pool=len(self.plan.sets) > 1, group=_check_group(group),
             )
+            self.cut = self._cut(cut)
             # A second stage re-reads the top fused candidates (None: the fused order is final).
             self.reranker = get_reranker(reranker) if isinstance(reranker, str) or reranker is None else reranker
         except BaseException:
@@ -183,13 +194,23 @@ class Memory:
             raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {floor!r}")
         return Floor(float(floor))
 
+    def _cut(self, cut: str | CutParams | None) -> CutParams | None:
+        """"auto": the cut of ``vestige.settings`` for the model its values were chosen for
+        (other models' cosines are on other scales: no cut); CutParams as given; None: no cut."""
+        if cut == "auto":
+            return CutParams() if self.embedder.model_id == settings.CUT_MODEL else None
+        if cut is None or isinstance(cut, CutParams):
+            return cut
+        raise ConfigError(f"cut must be 'auto', a CutParams or None, got {cut!r}")
+
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:
         ``depth``, ``fusion``, ``dense_weight``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``,
-        ``rerank_depth``, ``floor``, ``reranker``. Closing the derived memory leaves the store open."""
+        ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut``. Closing the derived memory
+        leaves the store open."""
         fields = {"depth": "depth", "fusion": "fusion", "dense_weight": "dense_weight", "rrf_k": "rrf_k",
-                  "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth"}
-        unknown = set(options) - set(fields) - {"floor", "reranker"}
+                  "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth", "group": "group"}
+        unknown = set(options) - set(fields) - {"floor", "reranker", "cut"}
         if unknown:
             raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
         other = object.__new__(Memory)
@@ -199,8 +220,12 @@ class Memory:
             changes["fusion"] = check_fusion(changes["fusion"])
         if "dense_weight" in changes:
             changes["dense_weight"] = check_dense_weight(changes["dense_weight"])
+        if "group" in changes:
+            changes["group"] = _check_group(changes["group"])
         if "floor" in options:
             changes["floor"] = other._floor(options["floor"])
+        if "cut" in options:
+            other.cut = other._cut(options["cut"])
         other.settings = replace(self.settings, **changes)
         if "reranker" in options:
             spec = options["reranker"]
@@ -440,14 +465,22 @@ class Memory:
         rerank: bool = True,
         now: Any = None,
         where: dict[str, Any] | None = None,
+        explain: bool = False,
+        after: Sequence[Any] = (),
     ) -> Results:
-        """The k most relevant chunks, best first, each explaining its rank in every channel.
+        """The k most relevant memories (each session, note or fact once, with its best
+        passages; chunks when the memory was opened with ``group=False``), best first, each
+        explaining its rank in every channel.
 
         ``previous``: the previous turn, for a follow-up question. ``rerank=False`` skips the
         second stage (cheaper, e.g. when building context for every prompt). ``now``: when
         the question is asked (default: the current time), to resolve "last Sunday" and such.
         ``where``: only items whose metadata has each of these top-level keys equal to the value
         (``{"source": "chat"}``), filtered inside the store before either channel is cut.
+        ``explain``: each hit carries ``why`` (its rank and score in each channel, the terms it
+        matched, its fused score, the second stage's move) and ``results.dropped`` lists what
+        each stage left out; ``results.trace`` records every stage either way. ``after``: more
+        stages to run on the ranked memories (``Memory.context`` adds the cut).
         """
         app = check_app(app)
         if isinstance(query, str) and not query.strip():
@@ -461,6 +494,8 @@ class Memory:
             previous = check_text(previous, "previous", max_chars=MAX_QUERY_CHARS)
         if not isinstance(rerank, bool):
             raise InvalidInput(f"rerank must be True or False, got {shown(rerank)}")
+        if not isinstance(explain, bool):
+            raise InvalidInput(f"explain must be True or False, got {shown(explain)}")
         when = check_date(now, "now")
         if where is not None:
             if not isinstance(where, dict) or not where:
@@ -470,7 +505,10 @@ class Memory:
         reranker = self.reranker if rerank else None
         # Stored dates are compared as wall-clock times (vestige.rerank.evidence): so is now.
         moment = datetime.fromisoformat(when).replace(tzinfo=None) if when else datetime.now()
-        return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment)
+        extra: dict[str, Any] = {"explain": True} if explain else {}  # the lab's scripts wrap the bare call
+        if after:
+            extra["after"] = after
+        return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment, **extra)
 
     def context(
         self,
@@ -482,12 +520,18 @@ class Memory:
         previous: str | None = None,
         min_score: float | None = None,
         order: str = "date",
-        relative_cut: float | None = settings.CONTEXT_RELATIVE_CUT,
+        relative_cut: float | None = None,
+        explain: bool = False,
     ) -> ContextBlock:
-        """The prompt block for ``query``: dated snippets within budget, or "" (see vestige.context).
+        """The prompt block for ``query``: dated memories within budget, or "" (see vestige.context).
 
-        ``relative_cut``: leave out hits scoring under this share of the best hit's fused score
-        (None: keep them; not applied when the scores are not on one scale, e.g. with RRF)."""
+        The read path's stages choose it: the k best memories, each once with its best passages,
+        then the cut (``vestige.read.cut``: what each channel's score means; the memory's
+        ``cut`` option), then the budget. The block carries the trace of every stage
+        (``block.trace``; with ``explain``, ``block.dropped`` and each snippet's ``hit.why``).
+        ``relative_cut``: also leave out hits scoring under this share of the best hit's fused
+        score (the cut before this one; None: not applied, nor when the scores are not on one
+        scale, e.g. with RRF)."""
         budget = check_options(budget_tokens, order)
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
@@ -499,14 +543,16 @@ class Memory:
             or (isinstance(min_score, float) and not math.isfinite(min_score))
         ):
             raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
+        after = [cut_stage(self.cut)] if self.cut is not None and self.settings.group else []
         try:
-            results = self.search(query, app=app, k=k, previous=previous)
+            results = self.search(query, app=app, k=k, previous=previous, explain=explain, after=after)
         except UnknownApp:
             return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
         cut = relative_cut if results.comparable else None
+        terms = results.question.own_terms if results.question is not None else []
         return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
-                             relative_cut=cut,
-                             order=order, notes=results.notes)
+                             relative_cut=cut, order=order, notes=results.notes, terms=terms,
+                             trace=results._trace)
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,

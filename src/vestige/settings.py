@@ -26,11 +26,27 @@ FUSION_RRF_K = RRF_K
 # sets (BENCHMARKS.md, "Fusion"); the lexical channel gets the rest.
 FUSION_DENSE_WEIGHT = 0.75
 
+# Search results and the context block give each memory (session, note, fact) once, with at
+# most this many of its best passages, in original order (vestige.read.group).
+GROUP_BY_MEMORY = True
+GROUP_PASSAGES = 3
 CLI_K = 5  # hits `vestige search` prints
 HTTP_K = 10  # hits the HTTP search returns unless asked
 CONTEXT_BUDGET_TOKENS = 1000
 CONTEXT_K = 32
-# The context block leaves out hits whose fused score is under this share of the best hit's:
-# the largest grid value (0.05 steps) that loses no dev question's evidence on either dataset
-# (BENCHMARKS.md, "Context block"). Applied to convex-fused scores only.
+# The share-of-best cut the context block used before vestige.read.cut: hits whose fused score
+# is under this share of the best hit's; the largest grid value (0.05 steps) that lost no dev
+# question's evidence on either dataset (BENCHMARKS.md, "Context block"). No longer the default:
+# convex-fused scores of unrelated chunks bunch near 0.66 of the best, so it kept them; kept
+# for comparison (Memory.context(relative_cut=CONTEXT_RELATIVE_CUT)).
 CONTEXT_RELATIVE_CUT = 0.65
+# The context block's cut (vestige.read.cut): a memory stays when its cosine reaches
+# CUT_MIN_COSINE within CUT_MAX_GAP of the best memory's, or when it holds CUT_MIN_COVERAGE of
+# the question's terms. For all-MiniLM-L6-v2. Conservative values, not yet fitted: the minimum
+# is the evidence floor's personal floor (0.10), the gap and coverage loose; the context
+# benchmark's cross-validation is to replace them (/work/notes/cut-params.md).
+CUT = "auto"  # the cut below for the model it was chosen for; None: no cut
+CUT_MODEL = "all-MiniLM-L6-v2-onnx-int8"
+CUT_MIN_COSINE = 0.10
+CUT_MAX_GAP = 0.40
+CUT_MIN_COVERAGE = 0.5

@@ -56,6 +56,12 @@ class Hit:
     first_turn: int | None = None  # the turns of its session the chunk covers
     last_turn: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # its session's or fact's
+    # Grouped by memory (vestige.read.group): the item's best passages, in original order.
+    passages: list[str] = field(default_factory=list)
+    # The passages' places best first (passage_ranks[0]: the index of the best passage).
+    passage_ranks: list[int] = field(default_factory=list)
+    # With explain=True: why it was recalled (vestige.read.trace.why); None otherwise.
+    why: dict[str, Any] | None = None
 
     @property
     def id(self) -> str | None:
@@ -64,7 +70,16 @@ class Hit:
 
     @property
     def title(self) -> str | None:
-        """The session's title, when its metadata has one (importers keep it there)."""
+        """The item's own title, when its metadata has one (importers keep it there). A note is
+        titled by its front matter's title, else by its file name, not by a section heading."""
+        if self.metadata.get("source") == "markdown":
+            front = self.metadata.get("front_matter")
+            if isinstance(front, dict) and isinstance(front.get("title"), str) and front["title"].strip():
+                return front["title"]
+            path = self.metadata.get("path")
+            if isinstance(path, str) and path.strip():
+                name = path.replace("\\", "/").rsplit("/", 1)[-1]
+                return name.rsplit(".", 1)[0] if "." in name[1:] else name
         value = self.metadata.get("title")
         return value if isinstance(value, str) else None
 
@@ -87,4 +102,6 @@ class Hit:
             "last_turn": self.last_turn,
             "title": self.title,
             "metadata": dict(self.metadata),
+            "passages": list(self.passages),
+            "why": self.why,
         }

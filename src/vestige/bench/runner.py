@@ -269,7 +269,7 @@ class Runner:
         documents) replaces the plan's chunking. Search options are set per config (search_view)."""
         return Memory(
             ":memory:", embedder=self.embedder, plan=self.config.view, embed_cache=self.cache, chunker=chunker,
-            reranker=None, floor=None,
+            reranker=None, floor=None, group=False,  # the configs aggregate chunks to sessions themselves
         )
 
     def _index(self, items: list[Prepared], part: str) -> Memory:

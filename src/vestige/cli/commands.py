@@ -100,22 +100,28 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
 @click.option("--previous", help="The previous turn, for a follow-up question.")
 @click.option("--now", help="When the question is asked (ISO date; default: now), for 'last Sunday' and such.")
 @click.option("--where", help='Only items whose metadata matches this JSON object, e.g. \'{"source": "chat"}\'.')
-@click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON list (with --explain: an object "
+              "with the hits, the stages' trace and what they left out).")
+@click.option("--explain", is_flag=True, help="Say why each memory was recalled (its rank and score in each channel, "
+              "the words it matched, the fused score, the second stage's move) and what each stage left out.")
 @fail_cleanly
 def search(
     query: str, db: str | None, app: str, embedder: str | None, k: int, previous: str | None, now: str | None,
-    where: str | None, as_json: bool,
+    where: str | None, as_json: bool, explain: bool,
 ) -> None:
-    """Search memory; each hit shows its rank in the dense and lexical channels."""
+    """Search memory: the k best memories (each session, note or fact once, with its best
+    passages); each hit shows its rank in the dense and lexical channels."""
+    from ..read.explain import explain_line, explain_text
     from .items import json_object
 
     filters = json_object(where, "--where") if where else None
     memory = open_memory(db, embedder)
-    hits = memory.search(query, app=app, k=k, previous=previous, now=now, where=filters)
+    hits = memory.search(query, app=app, k=k, previous=previous, now=now, where=filters, explain=explain)
     for note in hits.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:
-        click.echo(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+        out: object = hits.to_dict() if explain else [h.to_dict() for h in hits]
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     if not hits:
         click.echo("nothing found")
@@ -126,6 +132,10 @@ def search(
             source += f" \"{hit.title}\""
         click.echo(f"{n}. [{hit.date or 'undated'}] {source}  ({ranks}; score {hit.score:.4f})")
         click.echo(f"   {_snippet(hit.text, query)}")
+        if explain:
+            click.echo(f"   {explain_line(hit)}")
+    if explain:
+        click.echo(explain_text(hits))
 
 
 def _snippet(text: str, query: str, width: int = 300) -> str:

@@ -20,18 +20,13 @@ the memory holding most of its terms. Thresholds are per model (the embedder's
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..lexical.analyze import analyze, stem
-from .query import proper_noun_phrases
+from .question import PERSONAL_WORDS, Question
 
-#: The words of a question about the user or the assistant, as the analyzer gives them
-#: ("I'm" -> "i", "m"; stems: "yourselves" -> "yourselv").
-PERSONAL_WORDS = frozenset(
-    stem(word) for word in "i me my mine myself we us our ours ourselves you your yours yourself yourselves".split()
-)
+__all__ = ["PERSONAL_WORDS", "Floor", "Held", "coverage", "holds_name", "is_personal", "speaks_in_person", "verdict",
+           "whole_names"]
 
 #: How many of some terms the memory's lexical index holds; None when there is no usable index.
 Held = Callable[[Sequence[str]], "int | None"]
@@ -60,23 +55,19 @@ class Floor:
         return Floor(self.cosine)
 
 
-#: "US" in capitals is the country ("the capital of the US"), not the pronoun: the analyzer
-#: folds case, so it is taken out before (unless the whole question is in capitals).
-_COUNTRY = re.compile(r"\bUS\b")
+def _question(question: str | Question) -> Question:
+    return question if isinstance(question, Question) else Question(question)
 
 
-def speaks_in_person(question: str) -> bool:
+def speaks_in_person(question: str | Question) -> bool:
     """First or second person: the question is about the user or the conversation."""
-    if not question.isupper():
-        question = _COUNTRY.sub(" ", question)
-    return not PERSONAL_WORDS.isdisjoint(analyze(question, keep_stopwords=True))
+    return _question(question).speaks_in_person
 
 
-def whole_names(question: str) -> list[list[str]]:
+def whole_names(question: str | Question) -> list[list[str]]:
     """The names a question uses, each whole as its index terms ("the Great Red Spot" ->
     ["great", "red", "spot"]; one-letter pieces, like the "s" of "Lovelace's", left out)."""
-    phrases = ([term for term in phrase if len(term) > 1] for phrase in proper_noun_phrases(question))
-    return [phrase for phrase in phrases if phrase]
+    return _question(question).whole_names
 
 
 def holds_name(name: Sequence[str], held: Held) -> bool:
@@ -86,7 +77,7 @@ def holds_name(name: Sequence[str], held: Held) -> bool:
     return bool(terms) and found is not None and found == len(terms)
 
 
-def is_personal(question: str, held: Held) -> bool:
+def is_personal(question: str | Question, held: Held) -> bool:
     """About someone the memory knows: first or second person, or a name the memory holds.
 
     A name counts only when the memory holds every word of it. With any one word enough, a
@@ -94,22 +85,23 @@ def is_personal(question: str, held: Held) -> bool:
     an off-topic question then skipped the impersonal floors; the names of the people and things
     a memory is really about are held whole. (The index has no positions: the words are each
     held, not necessarily together.)"""
-    if speaks_in_person(question):
+    question = _question(question)
+    if question.speaks_in_person:
         return True
-    return any(holds_name(name, held) for name in whole_names(question))
+    return any(holds_name(name, held) for name in question.whole_names)
 
 
-def coverage(question: str, held: Held) -> float | None:
+def coverage(question: str | Question, held: Held) -> float | None:
     """Share of the question's distinct index terms held anywhere in the memory (0 for a
     question with none); None when there is no usable lexical index."""
-    terms = sorted(set(analyze(question)))
+    terms = _question(question).judged_terms
     if not terms:
         return 0.0
     found = held(terms)
     return None if found is None else found / len(terms)
 
 
-def verdict(floor: Floor, best_cosine: float, question: str, held: Held) -> str | None:
+def verdict(floor: Floor, best_cosine: float, question: str | Question, held: Held) -> str | None:
     """Why search should answer nothing, or None to answer. ``held`` is only called when the
     cosine alone does not decide (most questions above the floors read no index at all)."""
     if not floor.reads_evidence:
@@ -121,6 +113,7 @@ def verdict(floor: Floor, best_cosine: float, question: str, held: Held) -> str 
         return None
     if best_cosine < floor.personal:
         return f"best cosine {best_cosine:.3f} is under the floor {floor.personal}"
+    question = _question(question)
     if is_personal(question, held):
         return None
     if best_cosine < floor.cosine:

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from ..read.question import Question
 from ..types import Hit
 
 log = logging.getLogger("vestige")
@@ -25,6 +26,11 @@ class Reranker(ABC):
     @abstractmethod
     def scores(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[float]:
         """One relevance score per hit, higher is better. ``now``: when the question is asked."""
+
+    def rerank_question(self, question: Question, hits: Sequence[Hit]) -> list[Hit]:
+        """``rerank`` for a question the read path parsed once (a reranker that reads its
+        parts, as the evidence one does, overrides this to reuse them)."""
+        return self.rerank(question.text, hits, question.now)
 
     def rerank(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[Hit]:
         """The hits re-ordered by score; ties keep their fused order."""
@@ -79,3 +85,9 @@ class LazyReranker(Reranker):
         if inner is None:
             return list(hits)
         return inner.rerank(query, hits, now)
+
+    def rerank_question(self, question: Question, hits: Sequence[Hit]) -> list[Hit]:
+        inner = self._load()
+        if inner is None:
+            return list(hits)
+        return inner.rerank_question(question, hits)

@@ -17,21 +17,14 @@ A signal the question does not carry adds no ranking, so a plain question keeps 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
 from ..lexical import analyze
 from ..read.fusion import RRF_K, rrf
-from ..read.query import analyze_query, resolve_time
+from ..read.question import Question
 from ..types import Hit
 from .base import Reranker
-
-_CURRENT_STATE = re.compile(
-    r"\b(current(ly)?|now|nowadays|these days|at the moment|latest|most recent(ly)?|still|"
-    r"anymore|so far|up to date|new(est)?)\b",
-    re.IGNORECASE,
-)
 
 
 def _date(hit: Hit) -> datetime | None:
@@ -59,24 +52,26 @@ class EvidenceReranker(Reranker):
         self.rrf_k = rrf_k
         self.signals = tuple(signals)
 
-    def rankings(self, query: str, hits: Sequence[Hit], now: datetime | None) -> dict[str, list[int]]:
-        """The fused order plus one ranking per signal the question carries."""
+    def rankings(self, query: str | Question, hits: Sequence[Hit], now: datetime | None = None) -> dict[str, list[int]]:
+        """The fused order plus one ranking per signal the question carries (a parsed
+        ``Question`` carries its own ``now``)."""
+        question = query if isinstance(query, Question) else Question(query, now=now)
         out: dict[str, list[int]] = {"fused": list(range(len(hits)))}
-        terms = analyze_query(query)
         texts = [h.text.casefold() for h in hits]
-        if "names" in self.signals and (terms.proper_nouns or terms.quoted):
-            phrases = [q.casefold() for q in terms.quoted]
+        if "names" in self.signals and (question.proper_nouns or question.quoted):
+            phrases = [q.casefold() for q in question.quoted]
+            names = question.proper_nouns
 
             def matched(i: int) -> int:
                 words = set(analyze(texts[i], keep_stopwords=True))  # stems, as the names are
-                return sum(n in words for n in terms.proper_nouns) + sum(p in texts[i] for p in phrases)
+                return sum(n in words for n in names) + sum(p in texts[i] for p in phrases)
 
             counts = [matched(i) for i in range(len(hits))]
             if len(set(counts)) > 1:
                 out["names"] = _order(hits, lambda i: -counts[i])
         dates = [_date(h) for h in hits]
-        if "time" in self.signals and now is not None:
-            span = resolve_time(query, now)
+        if "time" in self.signals and question.now is not None:
+            span = question.span
             if span is not None and any(dates):
 
                 def distance(i: int) -> float:
@@ -89,11 +84,11 @@ class EvidenceReranker(Reranker):
                     return abs(gap.total_seconds())
 
                 out["time"] = _order(hits, distance)
-        if "recency" in self.signals and _CURRENT_STATE.search(query) and any(dates):
+        if "recency" in self.signals and question.asks_current_state and any(dates):
             out["recency"] = _order(hits, lambda i: -(dates[i].timestamp() if dates[i] else float("-inf")))
         return out
 
-    def _fuse(self, query: str, hits: Sequence[Hit], now: datetime | None) -> list[tuple[int, float]]:
+    def _fuse(self, query: str | Question, hits: Sequence[Hit], now: datetime | None) -> list[tuple[int, float]]:
         """(position, score) best first. A tie (a candidate one place down that a signal puts
         first ties the one it overtakes) goes to the candidate the signals rank higher."""
         rankings = self.rankings(query, hits, now)
@@ -110,7 +105,10 @@ class EvidenceReranker(Reranker):
         by_position = dict(self._fuse(query, hits, now))
         return [by_position[i] for i in range(len(hits))]
 
-    def rerank(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[Hit]:
+    def rerank_question(self, question: Question, hits: Sequence[Hit]) -> list[Hit]:
+        return self.rerank(question, hits, question.now)
+
+    def rerank(self, query: str | Question, hits: Sequence[Hit], now: datetime | None = None) -> list[Hit]:
         out = []
         for i, score in self._fuse(query, hits, now):
             hit = hits[i]

@@ -102,6 +102,7 @@ class SearchIn(Strict):
     previous: str | None = Field(default=None, max_length=MAX_QUERY, description="The previous turn, for a follow-up.")
     where: dict[str, Any] | None = Field(
         default=None, description='Only items whose metadata has these top-level keys equal to these values, e.g. {"source": "chat"}.')
+    explain: bool = Field(default=False, description="Say why each hit was recalled (`why`) and what each stage left out (`dropped`).")
 
     _where = field_validator("where")(lambda v: v if v is None else _check_metadata(v))
 
@@ -145,6 +146,7 @@ class ContextIn(Strict):
     budget_tokens: int = Field(default=settings.CONTEXT_BUDGET_TOKENS, ge=1, le=100_000)
     k: int = Field(default=settings.CONTEXT_K, ge=1, le=MAX_K)
     order: Literal["date", "relevance"] = "date"
+    explain: bool = Field(default=False, description="Say why each memory was chosen and what each stage left out.")
 
     _messages = field_validator("messages")(_check_chat)
 
@@ -190,15 +192,34 @@ class HitOut(BaseModel):
     id: str | None = None
     title: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    passages: list[str] = Field(default_factory=list, description="The memory's best passages, in original order.")
+    why: dict[str, Any] | None = Field(default=None, description="With explain: why it was recalled.")
+
+
+class StageOut(BaseModel):
+    stage: str
+    kept: int
+    dropped: int
+    note: str
+
+
+class DroppedOut(BaseModel):
+    id: str
+    stage: str
+    reason: str
+    score: float | None = None
 
 
 class SearchOut(BaseModel):
     hits: list[HitOut]
     notes: list[str]
+    trace: list[StageOut] = Field(default_factory=list, description="What each stage of the read path decided.")
+    dropped: list[DroppedOut] = Field(default_factory=list, description="With explain: what each stage left out.")
 
 
 class SnippetOut(HitOut):
     n_tokens: int
+    earlier_than: int | None = None
 
 
 class ContextOut(BaseModel):
@@ -206,6 +227,8 @@ class ContextOut(BaseModel):
     n_tokens: int
     snippets: list[SnippetOut]
     notes: list[str]
+    trace: list[StageOut] = Field(default_factory=list, description="What each stage of the read path decided.")
+    dropped: list[DroppedOut] = Field(default_factory=list, description="With explain: what each stage left out.")
     messages: list[dict[str, Any]] | None = None
 
 
@@ -633,13 +656,14 @@ def create_app(
 
     @api.post(f"{prefix}/search", response_model=SearchOut, responses=ERRORS, tags=["read"])
     def search(app: App, body: SearchIn) -> SearchOut:
-        """The k most relevant snippets, best first; each shows its rank in the dense and lexical channels."""
+        """The k most relevant memories (each session, note or fact once, with its best passages), best first; each shows its rank in the dense and lexical channels. With `explain`, each says why it was recalled and `dropped` lists what each stage left out."""
         if not body.query.strip():
             raise InvalidInput("the query is empty")
         if app not in memory.apps():
             return SearchOut(hits=[], notes=[f"app {app!r} holds no memory yet"])
-        results = memory.search(body.query, app=app, k=body.k, previous=body.previous or None, where=body.where)
-        return SearchOut(hits=[HitOut(**h.to_dict()) for h in results], notes=results.notes)
+        results = memory.search(body.query, app=app, k=body.k, previous=body.previous or None, where=body.where,
+                                explain=body.explain)
+        return SearchOut(**results.to_dict())
 
     @api.post(f"{prefix}/context", response_model=ContextOut, responses=ERRORS, tags=["read"])
     def context(app: App, body: ContextIn) -> ContextOut:
@@ -659,7 +683,7 @@ def create_app(
         if not query or not query.strip():
             raise InvalidInput("the query is empty")
         block = memory.context(query, app=app, budget_tokens=body.budget_tokens, k=body.k,
-                               previous=previous or None, order=body.order)
+                               previous=previous or None, order=body.order, explain=body.explain)
         out = block.to_dict()
         if messages is not None:
             out["messages"] = place_context(messages, block) if block else messages

@@ -16,6 +16,7 @@ from ..context import format_date, format_source
 from ..errors import KeyRefused, NotFound, VestigeError
 from ..keys import KeyStore
 from ..memory import Memory
+from ..read.explain import explain_line, explain_text
 
 INSTRUCTIONS = (
     "Long-term memory of past conversations with this user. Call `recall` or `context` before "
@@ -65,19 +66,22 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
 
     @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
     @answers_errors
-    def recall(query: str, k: int = 5) -> str:
-        """Search long-term memory and list the k most relevant past records (1 to 50), best first, each with its id, date and source. Ask with the words the user would have used (names, places, product names help). Records are from the past: the current conversation wins if they disagree."""
+    def recall(query: str, k: int = 5, explain: bool = False) -> str:
+        """Search long-term memory and list the k most relevant past records (1 to 50), best first, each with its id, date and source. Ask with the words the user would have used (names, places, product names help). Records are from the past: the current conversation wins if they disagree. `explain`: also say why each was recalled and what the search left out."""
         k = max(1, min(int(k), 50))
         if app not in memory.apps():
             return "Nothing found: this memory is empty."
-        hits = memory.search(query, app=app, k=k)
-        if not hits:
+        hits = memory.search(query, app=app, k=k, explain=bool(explain))
+        if not hits and not explain:
             return "Nothing found."
         lines = []
         for n, hit in enumerate(hits, 1):
             item_id = hit.fact_id or hit.session_id
-            lines.append(f"{n}. id {item_id} · {format_date(hit.date)} · {format_source(hit)}\n{hit.text.strip()}")
-        return "\n\n".join(lines)
+            lines.append(f"{n}. id {item_id} · {format_date(hit.date)} · {format_source(hit)}\n{hit.text.strip()}"
+                         + (f"\n{explain_line(hit)}" if explain else ""))
+        if explain:
+            lines.append(explain_text(hits))
+        return "\n\n".join(lines) if hits else "Nothing found.\n\n" + explain_text(hits)
 
     @server.tool(annotations=ToolAnnotations(title="Context", read_only_hint=True))
     @answers_errors

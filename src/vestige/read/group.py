@@ -1,0 +1,58 @@
+"""Memories, not chunks: each item (a session, a note, a fact) once, at its best chunk's place.
+
+A memory's passages are its chunks among the candidates: its best few (``GROUP_PASSAGES``),
+shown in their original order, so a note or a conversation reads as written. Two passages that
+cover the same turns (plans that index some text twice, in two views) are one passage: the
+better ranked is kept. The grouped hit keeps its best chunk's ranks and scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import settings
+from ..types import Hit
+from .trace import Trace
+
+#: Between two passages of one memory in a hit's text: the text between them is left out.
+PASSAGE_GAP = "\n…\n"
+
+
+def _overlaps(a: Hit, b: Hit) -> bool:
+    """Two chunks of one session covering some of the same turns (a fact has one chunk)."""
+    if a.first_turn is None or b.first_turn is None or a.last_turn is None or b.last_turn is None:
+        return a.text == b.text
+    return a.first_turn <= b.last_turn and b.first_turn <= a.last_turn
+
+
+def _position(hit: Hit) -> tuple[int, int]:
+    return (hit.first_turn if hit.first_turn is not None else 0, hit.chunk_id)
+
+
+def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_PASSAGES) -> list[Hit]:
+    """One hit per item, best first; each with ``passages`` (its best chunks among ``hits``, at
+    most ``passages`` of them, in original order) and those passages as its text."""
+    members: dict[tuple[str | None, str | None], list[Hit]] = {}
+    for hit in hits:
+        chosen = members.setdefault((hit.fact_id, hit.session_id), [])
+        if any(_overlaps(hit, other) for other in chosen):
+            why = "covers the same turns as a better passage"
+        elif len(chosen) < passages:
+            chosen.append(hit)
+            continue
+        else:
+            why = f"a weaker passage of a memory already showing {passages}"
+        if trace.explain:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "group", why, hit.score)
+    out = []
+    for chosen in members.values():
+        best = chosen[0]
+        in_order = sorted(range(len(chosen)), key=lambda i: _position(chosen[i]))
+        texts = [chosen[i].text for i in in_order]
+        grouped = replace(best, ranks=dict(best.ranks), scores=dict(best.scores), metadata=dict(best.metadata),
+                          text=PASSAGE_GAP.join(texts), passages=texts,
+                          passage_ranks=sorted(range(len(in_order)), key=lambda place: in_order[place]),
+                          first_turn=min((h.first_turn for h in chosen if h.first_turn is not None), default=None),
+                          last_turn=max((h.last_turn for h in chosen if h.last_turn is not None), default=None))
+        out.append(grouped)
+    return out
