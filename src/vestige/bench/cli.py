@@ -30,7 +30,27 @@ def _run_options(fn):
     return fn
 
 
+def _parse_cut(ctx, param, value):
+    if value is None:
+        return None
+    from ..read.cut import CutParams
+    try:
+        numbers = [float(x) for x in value.split(",")]
+    except ValueError:
+        numbers = []
+    if len(numbers) != 3:
+        raise click.BadParameter("takes MIN_COSINE,MAX_GAP,MIN_COVERAGE, e.g. 0.2,0.07,0.34")
+    return CutParams(*numbers)
+
+
+def _cut_option(fn):
+    return click.option("--cut", callback=_parse_cut, metavar="MIN_COSINE,MAX_GAP,MIN_COVERAGE",
+                        help="With --context: measure the block under these cut parameters "
+                        "(vestige.read.cut) instead of the library's.")(fn)
+
+
 def _context_options(fn):
+    fn = _cut_option(fn)
     fn = click.option("--no-offtopic", is_flag=True,
                       help="With --context: leave out the off-topic questions (benchmarks/data).")(fn)
     fn = click.option("--context", is_flag=True,
@@ -50,7 +70,7 @@ def _configs(config_name: str) -> list:
 
 def _run_context(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
                  cache_path: str, no_cache: bool, threads: int | None, out: str, no_offtopic: bool = False,
-                 sessions: str | None = None) -> None:
+                 sessions: str | None = None, cut=None) -> None:
     from .context_bench import OFFTOPIC, OFFTOPIC_PERSONAL, run_context
 
     configs = _configs(config_name)
@@ -60,7 +80,8 @@ def _run_context(dataset: str, data: str, config_name: str, limit: int | None, s
             summary = run_context(dataset, data, config, target, limit=limit, stride=stride, embedder=embedder,
                                   cache_path=None if no_cache else cache_path, threads=threads,
                                   offtopic=None if no_offtopic else OFFTOPIC,
-                                  personal=None if no_offtopic else OFFTOPIC_PERSONAL, sessions_from=sessions)
+                                  personal=None if no_offtopic else OFFTOPIC_PERSONAL, sessions_from=sessions,
+                                  cut=cut)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         for name, c in summary["overall"].items():
@@ -74,11 +95,13 @@ def _run_context(dataset: str, data: str, config_name: str, limit: int | None, s
 
 def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
          cache_path: str, no_cache: bool, threads: int | None, out: str, context: bool = False,
-         no_offtopic: bool = False) -> None:
+         no_offtopic: bool = False, cut=None) -> None:
     if context:
         _run_context(dataset, data, config_name, limit, stride, embedder, cache_path, no_cache, threads, out,
-                     no_offtopic)
+                     no_offtopic, cut=cut)
         return
+    if cut is not None:
+        raise click.BadParameter("--cut applies to --context runs", param_hint="--cut")
     configs = _configs(config_name)
     from .runner import run_benchmarks
 
@@ -121,6 +144,7 @@ def locomo(**kwargs) -> None:
 @click.option("--sessions", required=True, type=click.Path(exists=True, dir_okay=False),
               help="The LongMemEval file the set's unrelated conversations are read from, by id.")
 @click.option("--context", is_flag=True, default=True, hidden=True, help="Always on: this set scores the block.")
+@_cut_option
 def shortfact(context: bool, **kwargs) -> None:
     """The short-fact set (benchmarks/data/short_fact_questions.json): a fact stated once next to
     long unrelated conversations; scores the context block (the fact in it, first, alone)."""

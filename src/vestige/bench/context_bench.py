@@ -34,7 +34,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from .. import lexical, settings
 from ..context import ContextBlock, format_snippet
 from ..ingest import load_json_records, longmemeval_sessions
 from ..memory import Memory
+from ..read.cut import CutParams
 from ..types import Hit, Message
 from ..write.validate import FactInput, SessionInput
 from .configs import BenchConfig
@@ -234,13 +235,14 @@ class ContextRunner:
     """Builds each haystack's memory with the library's defaults and asks ``Memory.context``."""
 
     def __init__(self, config: BenchConfig, embedder: str, cache_path: str | Path | None, progress: bool = True,
-                 threads: int | None = None):
+                 threads: int | None = None, cut: CutParams | None = None):
         if config.doc != "chunks" or config.extract != "none" or config.channel != "fused" or config.followup != "none":
             raise ValueError(f"config {config.name!r} is a ranking ablation: the context block is measured over "
                              "chunked haystacks searched by both channels (default, view-all, ...)")
         self.config = config
         self.base = Runner(config, embedder, cache_path, progress, threads)  # chunking + embedding cache
         self.progress = progress
+        self.cut = cut  # None: the library's default cut ("auto")
 
     def close(self) -> None:
         self.base.close()
@@ -251,7 +253,8 @@ class ContextRunner:
         # (the ranking lab turns it off), the chunking the config's plan (memoised by the lab).
         memory = Memory(":memory:", embedder=self.base.embedder, plan=c.view, embed_cache=self.base.cache,
                         chunker=self.base.raw, fusion=c.fusion, dense_weight=c.dense_weight, depth=c.depth,
-                        k1=c.k1, b=c.b, reranker=c.reranker, rerank_depth=c.rerank_depth, floor=settings.FLOOR)
+                        k1=c.k1, b=c.b, reranker=c.reranker, rerank_depth=c.rerank_depth, floor=settings.FLOOR,
+                        cut=self.cut if self.cut is not None else settings.CUT)
         memory.add_sessions([SessionInput([m.__dict__ for m in p.messages], p.session_id, p.date, {}) for p in items],
                             app=APP)
         if hay.facts:
@@ -508,8 +511,10 @@ def write_context_run(out: Path, rows: list[dict[str, Any]], candidates: list[di
 def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | Path, *, limit: int | None = None,
                 stride: int | None = None, embedder: str = settings.EMBEDDER, cache_path: str | Path | None = None,
                 threads: int | None = None, offtopic: Path | None = OFFTOPIC, personal: Path | None = OFFTOPIC_PERSONAL,
-                sessions_from: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
-    """One context run into ``out``: rows, candidates, summary, config.json (the manifest)."""
+                sessions_from: str | Path | None = None, progress: bool = True,
+                cut: CutParams | None = None) -> dict[str, Any]:
+    """One context run into ``out``: rows, candidates, summary, config.json (the manifest).
+    ``cut``: the cut's parameters to measure (default: the library's)."""
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     version = code_version()
     t0 = time.perf_counter()
@@ -523,7 +528,11 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
         haystacks = with_offtopic(dataset, LOADERS[dataset](str(data), limit, stride),
                                   question_lines(offtopic) if offtopic else [],
                                   question_lines(personal) if personal else [])
-    runner = ContextRunner(config, embedder, cache_path, progress, threads)
+    runner = ContextRunner(config, embedder, cache_path, progress, threads, cut)
+    probe = runner.memory(ContextHaystack("probe", [], []), [])  # the options every haystack's memory gets
+    used_cut = None if probe.cut is None else asdict(probe.cut)
+    grouped = probe.settings.group
+    probe.close()
     try:
         rows, candidates = runner.run(haystacks, dataset)
     finally:
@@ -533,10 +542,11 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
     command += ["--stride", str(stride)] if stride else []
     command += ["--sessions", str(sessions_from)] if sessions_from else []
     command += ["--no-offtopic"] if dataset != "shortfact" and offtopic is None and personal is None else []
+    command += ["--cut", f"{cut.min_cosine:g},{cut.max_gap:g},{cut.min_coverage:g}"] if cut is not None else []
     meta = {
         "benchmark": BENCHMARK, "dataset": dataset, "config_name": config.name, "description": config.description,
         "config": config.to_dict(), "budget_tokens": settings.CONTEXT_BUDGET_TOKENS, "context_k": settings.CONTEXT_K,
-        "relative_cut": settings.CONTEXT_RELATIVE_CUT, "floor": settings.FLOOR, "embedder": embedder,
+        "cut": used_cut, "group_by_memory": grouped, "floor": settings.FLOOR, "embedder": embedder,
         "model_id": runner.base.embedder.model_id, "data_file": str(data), "data_sha256": _sha256(data),
         "sessions_from": str(sessions_from) if sessions_from else None,
         "offtopic": [str(p) for p in (offtopic, personal) if p is not None] if dataset != "shortfact" else [],
