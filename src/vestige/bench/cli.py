@@ -51,6 +51,8 @@ def _cut_option(fn):
 
 def _context_options(fn):
     fn = _cut_option(fn)
+    fn = click.option("--type", "qtype", help="With --context: only questions of this type (LongMemEval "
+                      "question_type, LoCoMo 'N-category'), before --limit.")(fn)
     fn = click.option("--no-offtopic", is_flag=True,
                       help="With --context: leave out the off-topic questions (benchmarks/data).")(fn)
     fn = click.option("--context", is_flag=True,
@@ -70,7 +72,7 @@ def _configs(config_name: str) -> list:
 
 def _run_context(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
                  cache_path: str, no_cache: bool, threads: int | None, out: str, no_offtopic: bool = False,
-                 sessions: str | None = None, cut=None) -> None:
+                 sessions: str | None = None, cut=None, qtype: str | None = None) -> None:
     from .context_bench import OFFTOPIC, OFFTOPIC_PERSONAL, run_context
 
     configs = _configs(config_name)
@@ -81,7 +83,7 @@ def _run_context(dataset: str, data: str, config_name: str, limit: int | None, s
                                   cache_path=None if no_cache else cache_path, threads=threads,
                                   offtopic=None if no_offtopic else OFFTOPIC,
                                   personal=None if no_offtopic else OFFTOPIC_PERSONAL, sessions_from=sessions,
-                                  cut=cut)
+                                  cut=cut, qtype=qtype)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         for name, c in summary["overall"].items():
@@ -95,13 +97,13 @@ def _run_context(dataset: str, data: str, config_name: str, limit: int | None, s
 
 def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
          cache_path: str, no_cache: bool, threads: int | None, out: str, context: bool = False,
-         no_offtopic: bool = False, cut=None) -> None:
+         no_offtopic: bool = False, cut=None, qtype: str | None = None) -> None:
     if context:
         _run_context(dataset, data, config_name, limit, stride, embedder, cache_path, no_cache, threads, out,
-                     no_offtopic, cut=cut)
+                     no_offtopic, cut=cut, qtype=qtype)
         return
-    if cut is not None:
-        raise click.BadParameter("--cut applies to --context runs", param_hint="--cut")
+    if cut is not None or qtype is not None:
+        raise click.BadParameter("--cut and --type apply to --context runs", param_hint="--cut/--type")
     configs = _configs(config_name)
     from .runner import run_benchmarks
 

@@ -512,7 +512,7 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
                 stride: int | None = None, embedder: str = settings.EMBEDDER, cache_path: str | Path | None = None,
                 threads: int | None = None, offtopic: Path | None = OFFTOPIC, personal: Path | None = OFFTOPIC_PERSONAL,
                 sessions_from: str | Path | None = None, progress: bool = True,
-                cut: CutParams | None = None) -> dict[str, Any]:
+                cut: CutParams | None = None, qtype: str | None = None) -> dict[str, Any]:
     """One context run into ``out``: rows, candidates, summary, config.json (the manifest).
     ``cut``: the cut's parameters to measure (default: the library's)."""
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
@@ -525,7 +525,13 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
         if limit:
             haystacks = haystacks[:limit]
     else:
-        haystacks = with_offtopic(dataset, LOADERS[dataset](str(data), limit, stride),
+        loaded = LOADERS[dataset](str(data), None if qtype else limit, stride)
+        if qtype:  # only questions of one type (haystacks left without any dropped), then the limit
+            loaded = [Haystack(h.unit, h.sessions, [q for q in h.questions if q.qtype == qtype]) for h in loaded]
+            loaded = [h for h in loaded if h.questions][:limit] if limit else [h for h in loaded if h.questions]
+            if not loaded:
+                raise ValueError(f"no question of type {qtype!r} in {data}")
+        haystacks = with_offtopic(dataset, loaded,
                                   question_lines(offtopic) if offtopic else [],
                                   question_lines(personal) if personal else [])
     runner = ContextRunner(config, embedder, cache_path, progress, threads, cut)
@@ -540,6 +546,7 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
     command = ["vestige bench", dataset, "--context", "--data", str(data), "--config", config.name, "--out", str(out)]
     command += ["--limit", str(limit)] if limit else []
     command += ["--stride", str(stride)] if stride else []
+    command += ["--type", qtype] if qtype else []
     command += ["--sessions", str(sessions_from)] if sessions_from else []
     command += ["--no-offtopic"] if dataset != "shortfact" and offtopic is None and personal is None else []
     command += ["--cut", f"{cut.min_cosine:g},{cut.max_gap:g},{cut.min_coverage:g}"] if cut is not None else []
@@ -550,7 +557,7 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
         "model_id": runner.base.embedder.model_id, "data_file": str(data), "data_sha256": _sha256(data),
         "sessions_from": str(sessions_from) if sessions_from else None,
         "offtopic": [str(p) for p in (offtopic, personal) if p is not None] if dataset != "shortfact" else [],
-        "limit": limit, "stride": stride, "n_haystacks": len(haystacks), "code_version": version,
+        "limit": limit, "stride": stride, "type": qtype, "n_haystacks": len(haystacks), "code_version": version,
         "started_at": started, "wall_s": round(time.perf_counter() - t0, 1), "command": " ".join(command),
     }
     return write_context_run(Path(out), rows, candidates, meta)
