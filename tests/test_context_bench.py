@@ -204,3 +204,24 @@ def test_shortfact_and_longmemeval_context_end_to_end(tmp_path):
     assert "--context" in config["command"] and config["code_version"]
     r = cli.invoke(bench, ["verify", str(tmp_path)])
     assert r.exit_code == 0 and "2 of 2 runs verified" in r.output, r.output
+
+
+def test_cut_option_is_checked(tmp_path):
+    data = tmp_path / "x.json"
+    data.write_text("[]")
+    cli = CliRunner()
+    r = cli.invoke(bench, ["locomo", "--context", "--data", str(data), "--out", str(tmp_path / "o"), "--cut", "0.2,0.1"])
+    assert r.exit_code == 2 and "MIN_COSINE,MAX_GAP,MIN_COVERAGE" in r.output
+    r = cli.invoke(bench, ["locomo", "--data", str(data), "--out", str(tmp_path / "o"), "--cut", "0.2,0.1,0.5"])
+    assert r.exit_code == 2 and "--context" in r.output
+
+
+def test_a_cut_reaches_the_memory(asked, tmp_path):
+    from vestige.read.cut import CutParams
+    runner = cb.ContextRunner(get_config("default"), "hash", tmp_path / "cache.sqlite", progress=False,
+                              cut=CutParams(0.3, 0.05, 1.0))
+    hay = _haystack()
+    memory = runner.memory(hay, runner.base._prepare([hay])["h1"])
+    assert memory.cut == CutParams(0.3, 0.05, 1.0)
+    memory.close()
+    runner.close()
