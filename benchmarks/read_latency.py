@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scale import APP, LONGMEMEVAL, LookupEmbedder, build, queries  # noqa: E402
+from scale import APP, LONGMEMEVAL, LookupEmbedder, build, finish, queries  # noqa: E402
 
 from vestige.memory import Memory  # noqa: E402
 
@@ -98,11 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"size": args.size, "queries": len(texts), "repeats": args.repeats, "k": 32, "cpus": os.cpu_count(),
               "load1": os.getloadavg()[0], "p50_ms": p50,
               "ratio_to_baseline": {v: p50[v] / p50["baseline"] for v in VARIANTS}}
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return 0
+    return finish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -138,3 +138,16 @@ def chunk_keys(mem: Memory, app: str) -> dict[int, tuple]:
     finally:
         conn.close()
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def first_per_memory(mem: Memory, app: str, ranked: list) -> list:
+    """The entries of a chunk ranking (each led by its chunk id) that open a memory (session or
+    fact): the ranking as search groups it, each memory at its best chunk."""
+    rows = mem.store.fetch_chunks(app, [entry[0] for entry in ranked])
+    seen, out = set(), []
+    for entry in ranked:
+        row = rows[entry[0]]
+        if (row.fact_id, row.session_id) not in seen:
+            seen.add((row.fact_id, row.session_id))
+            out.append(entry)
+    return out

@@ -97,8 +97,10 @@ def test_oversize_code_block_is_stored_and_found_whole(tmp_path):
         mem.add_session([{"role": "user", "content": "Here:\n\n" + big + "\n\nthanks"}], app="a", session_id="code")
         # The hash test embedder's vectors are noise: the block is what BM25 finds first.
         hits = mem.search("qwerty", app="a", k=3)
-        found = [h for h in hits if h.ranks["lexical"] == 1]
+        found = mem.derive(group=False).search("qwerty", app="a", k=3)
+        found = [h for h in found if h.ranks["lexical"] == 1]
         assert found and found[0].text == big, "the block is one chunk, not truncated"
+        assert big in hits[0].passages  # and one passage of its memory
 
 
 def test_split_code_fences():

@@ -14,7 +14,7 @@ from vestige import lexical
 from vestige.cli import main
 from vestige.memory import Memory
 
-from conftest import add_all, make_sessions
+from conftest import add_all, first_per_memory, make_sessions
 
 QUERIES = ["garden river lantern", "copper falcon", "zephyr wharf yarrow", "quartz"]
 
@@ -24,12 +24,14 @@ def _cli(*args, env=None):
 
 
 def _dense_order(mem: Memory, app: str, query: str, k: int) -> list[tuple[int, float]]:
-    return mem.dense.search(app, mem.embedder.embed([query]), 200)[:k]
+    """The dense ranking as search gives it: each memory once, at its best chunk."""
+    return first_per_memory(mem, app, mem.dense.search(app, mem.embedder.embed([query]), 200))[:k]
 
 
 def _assert_vector_only(mem: Memory, hits, app: str, query: str, k: int) -> None:
     assert [(h.chunk_id, h.score) for h in hits] == _dense_order(mem, app, query, k)
-    assert [h.ranks for h in hits] == [{"dense": n, "lexical": None} for n in range(1, len(hits) + 1)]
+    ranking = [c for c, _ in mem.dense.search(app, mem.embedder.embed([query]), 200)]
+    assert [h.ranks for h in hits] == [{"dense": ranking.index(h.chunk_id) + 1, "lexical": None} for h in hits]
     assert {h.stage for h in hits} == {"dense"}
 
 

@@ -570,7 +570,9 @@ while counts["ops"] < n and (role != "read" or not os.path.exists(stop)):
                     problem(f"search HTTP {r.status_code}: {r.text[:300]}")
                     continue
                 body = r.json()
-                check_hits([(h["session_id"], h["text"]) for h in body["hits"]], body["notes"])
+                # Each passage of a memory is a chunk some version of it had.
+                check_hits([(h["session_id"], p) for h in body["hits"] for p in h["passages"] or [h["text"]]],
+                           body["notes"])
                 r = http.get(f"/v1/apps/{app}/sessions/{sid}")
                 counts["gets"] += 1
                 if r.status_code == 404:
@@ -591,7 +593,7 @@ while counts["ops"] < n and (role != "read" or not os.path.exists(stop)):
                         problem(f"health HTTP {r.status_code}: {r.text[:300]}")
             else:
                 results = memory.search(query, app=app, k=8)
-                check_hits([(h.session_id, h.text) for h in results], results.notes)
+                check_hits([(h.session_id, p) for h in results for p in h.passages or [h.text]], results.notes)
                 counts["gets"] += 1
                 try:
                     got = memory.get(sid, app=app, kind="session")["messages"]

@@ -24,10 +24,9 @@ from .embed.cache import EmbeddingCache
 from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, UnknownApp
 from .keys import KeyStore
 from .lexical import LexicalChannel
-from .read.floor import Floor
 from .read.cut import CutParams
+from .read.floor import Floor
 from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search
-from .read.trace import Trace
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
 from .types import Chunk, Message

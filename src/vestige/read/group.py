@@ -1,8 +1,8 @@
 """Memories, not chunks: each item (a session, a note, a fact) once, at its best chunk's place.
 
 A memory's passages are its chunks among the candidates: its best few (``GROUP_PASSAGES``),
-shown in their original order, so a note or a conversation reads as written. Two passages that
-cover the same turns (plans that index some text twice, in two views) are one passage: the
+shown in their original order, so a note or a conversation reads as written. Two passages of
+two views that cover the same turns (plans that index some text twice) are one passage: the
 better ranked is kept. The grouped hit keeps its best chunk's ranks and scores.
 """
 
@@ -19,7 +19,11 @@ PASSAGE_GAP = "\n…\n"
 
 
 def _overlaps(a: Hit, b: Hit) -> bool:
-    """Two chunks of one session covering some of the same turns (a fact has one chunk)."""
+    """Two chunks of one session in two views (a plan indexing some turns twice) covering some
+    of the same turns. Chunks of one view never overlap: a long turn cut in pieces gives pieces
+    of the same turn that are all passages of their own."""
+    if a.view == b.view:
+        return False
     if a.first_turn is None or b.first_turn is None or a.last_turn is None or b.last_turn is None:
         return a.text == b.text
     return a.first_turn <= b.last_turn and b.first_turn <= a.last_turn
