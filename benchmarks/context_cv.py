@@ -83,22 +83,19 @@ class Question:
         self.gold = [h["gold"] for h in hits]
         self.turn = [h["evidence_turn"] for h in hits]
         self.memory = [h["id"] for h in hits]
-        self.turns = [tuple(h["turns"]) for h in hits]
         self.cosines = [h["cosine"] for h in hits]
         self.grouped = self.memories()
         self.today = self.block(self.keep_relative(settings.CONTEXT_RELATIVE_CUT))
 
     def memories(self) -> list[list[int]]:
         """The candidates grouped by memory as ``vestige.read.group`` groups them: each memory's
-        passages (candidate indexes, best first; one covering the same turns as a better one
-        left out), at most ``GROUP_PASSAGES``."""
+        passages (candidate indexes, best first), at most ``GROUP_PASSAGES``. Only chunks of two
+        views covering the same turns are one passage there; the default plan indexes one view,
+        so no candidate here is merged into another."""
         groups: dict[str, list[int]] = {}
         for i, m in enumerate(self.memory):
             chosen = groups.setdefault(m, [])
-            overlaps = any(self.turns[i][0] is not None and self.turns[j][0] is not None
-                           and self.turns[i][0] <= self.turns[j][1] and self.turns[j][0] <= self.turns[i][1]
-                           for j in chosen)
-            if not overlaps and len(chosen) < GROUP_PASSAGES:
+            if len(chosen) < GROUP_PASSAGES:
                 chosen.append(i)
         return list(groups.values())
 
