@@ -225,3 +225,18 @@ def test_a_cut_reaches_the_memory(asked, tmp_path):
     assert memory.cut == CutParams(0.3, 0.05, 1.0)
     memory.close()
     runner.close()
+
+
+def test_compare_pairs_context_runs(asked, tmp_path):
+    from vestige.bench.report import compare_runs
+    rows = _rows(*asked)
+    meta = {"benchmark": "context", "dataset": "locomo", "config_name": "default", "command": "test"}
+    cb.write_context_run(tmp_path / "a", rows, [], meta)
+    flipped = [dict(r) for r in rows]
+    flipped[0]["evidence_in_block"] = not flipped[0]["evidence_in_block"]
+    cb.write_context_run(tmp_path / "b", flipped, [], meta)
+    report = compare_runs(tmp_path / "a", tmp_path / "b")
+    line = next(x for x in report.splitlines() if x.startswith("| evidence_in_block"))
+    assert ("+1 | -0" in line) != ("+0 | -1" in line)
+    with pytest.raises(ValueError, match="no question set"):
+        cb.compare_context(tmp_path / "a", tmp_path / "b", "no_abs")

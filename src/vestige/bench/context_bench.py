@@ -561,3 +561,41 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
         "started_at": started, "wall_s": round(time.perf_counter() - t0, 1), "command": " ".join(command),
     }
     return write_context_run(Path(out), rows, candidates, meta)
+
+
+# -- paired comparison (vestige bench compare) ------------------------------------------------------
+
+COMPARE_CELLS = ("evidence_in_block", "evidence_turn_in_block")
+
+
+def compare_context(a: Path, b: Path, set_name: str | None = None) -> str:
+    """Block B against block A, paired on the questions of one set: questions whose evidence
+    (session, turn) enters or leaves the block, with the exact sign test; tokens and memories
+    side by side."""
+    from .report import read_rows, sign_test
+
+    meta = json.loads((a / "config.json").read_text(encoding="utf-8"))
+    dataset = meta["dataset"]
+    if json.loads((b / "config.json").read_text(encoding="utf-8"))["dataset"] != dataset:
+        raise ValueError(f"{a} and {b} are not runs of one dataset: nothing to pair")
+    sets_a, sets_b = _members(read_rows(a), dataset), _members(read_rows(b), dataset)
+    set_name = set_name or next(iter(sets_a))
+    if set_name not in sets_a:
+        raise ValueError(f"no question set {set_name!r} in a {dataset} context run; use {', '.join(sets_a)}")
+    rows_a = {r["id"]: r for r in sets_a[set_name]}
+    rows_b = {r["id"]: r for r in sets_b[set_name]}
+    common = sorted(set(rows_a) & set(rows_b))
+    lines = [f"## context block: {b} vs {a} ({dataset}, set `{set_name}`, {len(common)} questions)", "",
+             "| cell | A | B | gained | lost | p |", "|---|---|---|---|---|---|"]
+    for cell in COMPARE_CELLS:
+        ids = [q for q in common if rows_a[q][cell] is not None and rows_b[q][cell] is not None]
+        gained = [q for q in ids if rows_b[q][cell] and not rows_a[q][cell]]
+        lost = [q for q in ids if rows_a[q][cell] and not rows_b[q][cell]]
+        share = lambda rows: _fmt(_mean([float(bool(rows[q][cell])) for q in ids]))  # noqa: E731
+        lines.append(f"| {cell} (n={len(ids)}) | {share(rows_a)} | {share(rows_b)} | +{len(gained)} | -{len(lost)} | "
+                     f"{sign_test(len(gained), len(lost)):.3g} |")
+    for name, rows in (("A", rows_a), ("B", rows_b)):
+        cells = question_cells([rows[q] for q in common])
+        lines.append(f"\n{name}: evidence token share {_fmt(cells['evidence_token_share'])}, median tokens "
+                     f"{_fmt(cells['tokens_median'])}, memories per block {_fmt(cells['memories_mean'])}.")
+    return "\n".join(lines) + "\n"

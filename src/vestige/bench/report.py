@@ -174,6 +174,9 @@ def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[s
                  detail: str = "r_any@5") -> str:
     """A markdown report of B against A, paired on the questions both answered."""
     meta_a = json.loads((a / "config.json").read_text(encoding="utf-8"))
+    if meta_a.get("benchmark") == "context":  # two context-block runs (vestige.bench.context_bench)
+        from .context_bench import compare_context
+        return compare_context(a, b, set_name)
     meta_b = json.loads((b / "config.json").read_text(encoding="utf-8"))
     dataset = meta_a["dataset"]
     if meta_b["dataset"] != dataset:
