@@ -80,6 +80,8 @@ def test_every_stage_records_what_it_decided(notes):
     assert all(hit.why is None for hit in results)
     block = notes.context("What did Caroline paint?", app="me", budget_tokens=400)
     assert [r.stage for r in block.trace][-1] == "budget"
+    dated = notes.context("What did Caroline paint in May?", app="me", now="2024-07-01", explain=True)
+    assert all(s.hit.why["second_stage"]["signals"]["time_span"] == "in may" for s in dated.snippets)
 
 
 def test_explain_says_why_each_hit_was_recalled(notes):

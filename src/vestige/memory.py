@@ -521,6 +521,7 @@ class Memory:
         order: str = "date",
         relative_cut: float | None = None,
         explain: bool = False,
+        now: Any = None,
     ) -> ContextBlock:
         """The prompt block for ``query``: dated memories within budget, or "" (see vestige.context).
 
@@ -530,7 +531,7 @@ class Memory:
         (``block.trace``; with ``explain``, ``block.dropped`` and each snippet's ``hit.why``).
         ``relative_cut``: also leave out hits scoring under this share of the best hit's fused
         score (the cut before this one; None: not applied, nor when the scores are not on one
-        scale, e.g. with RRF)."""
+        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``."""
         budget = check_options(budget_tokens, order)
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
@@ -544,7 +545,7 @@ class Memory:
             raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
         after = [cut_stage(self.cut)] if self.cut is not None and self.settings.group else []
         try:
-            results = self.search(query, app=app, k=k, previous=previous, explain=explain, after=after)
+            results = self.search(query, app=app, k=k, previous=previous, explain=explain, after=after, now=now)
         except UnknownApp:
             return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
         cut = relative_cut if results.comparable else None
