@@ -62,6 +62,13 @@ class SQLiteStore(Store):
             yield
         self._forget(False)  # an outer transaction: deletes inside it could not checkpoint
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction for this thread's reads inside (see ``Store.snapshot``). The
+        store has one connection: other threads of this process wait until the block ends."""
+        with self._db.snapshot():
+            yield
+
     def _forget(self, removed: bool) -> None:
         """After a committed write that removed data (``removed``), or while an earlier one is
         pending: checkpoint the write-ahead log into the database and truncate it. With
