@@ -7,6 +7,7 @@ other run in one deferred transaction, which in WAL mode is a snapshot.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
@@ -80,6 +81,29 @@ def translate(exc: sqlite3.Error, path: str) -> StoreError:
 #: smaller (2.7 against 3.7 GB) and a question's posting read 25% faster (1.10 against 1.46 ms),
 #: fetching 32 hits' text about as fast (0.37 against 0.31 ms) (BENCHMARKS.md, stop 22).
 PAGE_SIZE = 16_384
+
+
+_SCHEMA_OBJECTS = "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+
+
+@functools.lru_cache(maxsize=1)
+def known_schema_objects() -> frozenset[tuple[str, str]]:
+    """(type, name) of every table, index, trigger and view vestige's migrations create."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        return frozenset(conn.execute(_SCHEMA_OBJECTS))
+    finally:
+        conn.close()
+
+
+def unknown_schema_objects(conn: sqlite3.Connection) -> list[str]:
+    """Schema objects of a file that vestige did not make ("trigger 'keep_text'", ...): a trigger
+    ``AFTER DELETE ON messages`` copying the text elsewhere would keep every deleted message, so
+    restore refuses them and ``vestige doctor`` reports them. SQLite's own (``sqlite_*``) pass."""
+    rows = conn.execute(_SCHEMA_OBJECTS).fetchall()
+    known = known_schema_objects()
+    return [f"{kind} {name!r}" for kind, name in sorted(rows) if (kind, name) not in known]
 
 
 class Connection:
