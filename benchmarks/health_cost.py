@@ -45,18 +45,18 @@ def measure(n: int, calls: int) -> dict:
         built = time.perf_counter() - start
         with Memory(db, embedder="hash", dense="hnsw", create=False) as memory:
             client = TestClient(create_app(memory))
-            assert client.get("/health").status_code == 200
+            statuses = [client.get("/health").status_code]
             times = []
             for _ in range(calls):
                 start = time.perf_counter()
                 response = client.get("/health")
                 times.append((time.perf_counter() - start) * 1000)
-                assert response.status_code == 200, response.text
+                statuses.append(response.status_code)
             start = time.perf_counter()
             report = health.check(memory)
             doctor_s = time.perf_counter() - start
     return {"chunks": n, "build_s": round(built, 1), "health_ms_p50": round(statistics.median(times), 1),
-            "health_ms_max": round(max(times), 1), "doctor_s": round(doctor_s, 2), "doctor_ok": report.ok,
+            "health_ms_max": round(max(times), 1), "health_statuses": sorted(set(statuses)), "doctor_s": round(doctor_s, 2), "doctor_ok": report.ok,
             "doctor_failing": [line for line in report.lines if line.startswith("FAIL")]}
 
 
