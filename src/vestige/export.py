@@ -26,16 +26,22 @@ PAGE = 500
 
 
 def items(memory: "Memory", app: str) -> Iterator[dict[str, Any]]:
-    """Every item of the app, whole (messages verbatim), in storage order, sessions then facts."""
-    for kind in ("session", "fact"):
-        offset = 0
-        while True:
-            page = memory.list(app=app, kind=kind, limit=PAGE, offset=offset, newest_first=False)
-            for summary in page:
-                yield memory.get(summary[f"{kind}_id"], app=app, kind=kind)
-            if len(page) < PAGE:
-                break
-            offset += PAGE
+    """Every item of the app, whole (messages verbatim), in storage order, sessions then facts.
+
+    All of it read in one snapshot of the store (one read transaction; PostgreSQL: REPEATABLE
+    READ): read page by page outside one, a replace that moved an item to the end of the
+    storage order during the export made a page skip one item and repeat another, and a delete
+    between listing and reading an item aborted the export half-way."""
+    with memory.store.snapshot():
+        for kind in ("session", "fact"):
+            offset = 0
+            while True:
+                page = memory.list(app=app, kind=kind, limit=PAGE, offset=offset, newest_first=False)
+                for summary in page:
+                    yield memory.get(summary[f"{kind}_id"], app=app, kind=kind)
+                if len(page) < PAGE:
+                    break
+                offset += PAGE
 
 
 def jsonl_lines(memory: "Memory", app: str) -> Iterator[str]:

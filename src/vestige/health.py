@@ -122,6 +122,9 @@ def _found(memory: Memory, app: str, ranking: list[tuple[int, float]], chunk_id:
     return None
 
 
+#: How deep the lexical check looks for a sampled chunk not in the top TOP for its own words.
+LEXICAL_DEPTH = 1000
+RECALL_SAMPLES = 5  # doctor's graph recall check: each sample is one exact scan of the app
 RECHECKS = 3  # a writer that replaced the sampled chunk meanwhile is no failure: sample again
 
 
@@ -136,7 +139,10 @@ def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
         out = _check_sample(memory, app)
         if out["ok"] or memory.store.app_version(app) == before:
             return out
-    return out
+    # Every sample was changed under the check: no evidence against the index. Reported as not
+    # judged, not as failing: under steady churn it answered 503 in 12 of 24 checks, all false.
+    return {"ok": True, "note": f"the app changed during each of {RECHECKS} checks; not judged this time",
+            "unjudged": out}
 
 
 def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
@@ -169,11 +175,18 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     elif sample.lexical:
         start = time.perf_counter()
         try:
-            ranking = memory.lexical.search(app, lexical.analyze(text), TOP, memory.settings.k1, memory.settings.b)
+            terms = lexical.analyze(text)
+            ranking = memory.lexical.search(app, terms, TOP, memory.settings.k1, memory.settings.b)
             rank = _found(memory, app, ranking, chunk_id, text)
+            if rank is None:
+                # Low-vocabulary text: shorter chunks of the same words rightly outrank it (BM25's
+                # length norm). A chunk whose postings are really missing is found at no depth.
+                deep = memory.lexical.search(app, terms, LEXICAL_DEPTH, memory.settings.k1, memory.settings.b)
+                ids = [cid for cid, _ in deep]
+                rank = ids.index(chunk_id) + 1 if chunk_id in ids else None
             out["lexical"] = {"ok": rank is not None, "ms": _ms(start), "rank": rank}
             if rank is None:
-                out["lexical"]["error"] = f"chunk {chunk_id} not in the lexical top {TOP} for its own words"
+                out["lexical"]["error"] = f"chunk {chunk_id} not in the lexical top {LEXICAL_DEPTH} for its own words"
         except LexicalUnavailable as exc:
             out["lexical"] = {"ok": False, "ms": _ms(start), "error": f"falls back to vectors: {exc}"}
         except Exception as exc:
@@ -182,10 +195,13 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     return out
 
 
-def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
+def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -> HealthReport:
     """Probe the embedder and both channels, then self-check each app's real index.
 
-    ``apps`` limits the index check (None: every app).
+    ``apps`` limits the index check (None: every app). ``deep`` (``vestige doctor``) adds the
+    HNSW graph's recall against the exact scan, which reads the app's whole matrix per sample
+    (88-108 s at 1M chunks): ``/health`` runs without it, so that its cost does not grow with
+    the size of an app and no client can keep a server's cores busy with it.
     """
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
@@ -195,6 +211,11 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
         report.add(True, f"database pages of {pages} bytes, as earlier versions wrote them: `vestige compact` "
                          f"rewrites the file in {PAGE_SIZE}-byte pages (smaller, faster to search; it needs "
                          "the file to itself)")
+    unknown = getattr(memory.store, "unknown_schema_objects", None)  # SQLite files only
+    if callable(unknown):
+        found = unknown()
+        report.add(not found, f"schema objects vestige did not create: {', '.join(found)}" if found
+                   else "no schema object vestige did not create")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
     report.add(True, f"exact dense scan of apps over {exact.FULL_SCAN_MAX:,} chunks: {int8_scan.describe()}")
     report.add(True, f"BM25 scoring: {bm25.describe()}")
@@ -214,11 +235,13 @@ def check(memory: Memory, apps: list[str] | None = None) -> HealthReport:
                 r = result[channel]
                 shown = (r.get("note") or f"rank {r['rank']} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
                 parts.append(f"{channel} {shown}")
-        counts = memory.store.counts(app)
+        # The counts scan the app's rows (linear in its size): doctor shows them, /health not.
+        counts = memory.store.counts(app) if deep else None
         summary = (f"{counts.sessions} sessions, {counts.facts} facts, {counts.chunks} chunks"
-                   if counts else "empty")
+                   if counts else "empty" if deep else "counts not taken")
         report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
-        _check_dense_index(memory, app, report)
+        if deep:
+            _check_dense_index(memory, app, report)
     return report
 
 
@@ -229,7 +252,7 @@ def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:
         return
     try:
         info = state(app)
-        recall = memory.dense.recall(app)
+        recall = memory.dense.recall(app, samples=RECALL_SAMPLES)
     except Exception as exc:  # a health check reports failures, it does not raise them
         report.add(False, f"app {app!r}: dense index failed: {type(exc).__name__}: {exc}")
         return
@@ -237,4 +260,4 @@ def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:
         report.add(True, f"app {app!r}: dense index exact scan (hnsw from {info['min_vectors']:,} chunks)")
         return
     report.add(recall >= 0.9, f"app {app!r}: dense index hnsw, {info['vectors']:,} vectors"
-               f"{', persisted' if info['persisted'] else ''}; recall@50 {recall:.3f} against exact on 20 samples")
+               f"{', persisted' if info['persisted'] else ''}; recall@50 {recall:.3f} against exact on {RECALL_SAMPLES} samples")

@@ -302,6 +302,7 @@ class Memory:
             items.append((item, self._index(chunks, vectors[start : start + n_dense])))
             start += n_dense
         self.store.put_items(app, items, expect=expect, archive=archive)
+        self.dense.purge(app)  # a replace removed the old chunks' vectors
         if not self.index_lexical and items:
             self.store.mark_lexical_stale(app)
 
@@ -672,6 +673,7 @@ class Memory:
         item_id = check_id(item_id, "id")
         if not any(self.store.delete_item(app, each, item_id) for each in self._kinds(kind)):
             raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
+        self.dense.purge(app)  # the graph's copy of the deleted vectors too
 
     def delete_app(self, app: str) -> None:
         """Delete everything an app holds."""

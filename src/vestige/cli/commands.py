@@ -176,7 +176,8 @@ def stats(db: str | None, app: str | None, embedder: str | None) -> None:
 @embedder_option
 @fail_cleanly
 def doctor(db: str | None, embedder: str | None) -> None:
-    """Check the database, the embedder and each app's lexical index; exit 1 on any problem."""
+    """Check the database (schema objects vestige did not create included), the embedder and each app's
+    indexes (the HNSW graph's recall too, which /health skips); exit 1 on any problem."""
     from ..health import check
 
     report = check(open_memory(db, embedder))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -244,6 +244,12 @@ class Store(ABC):
     def transaction(self) -> AbstractContextManager[None]:
         """One write transaction: everything inside lands, or nothing does. Nestable: an inner
         block joins the outer one. The store's own writes each run in one (joining any open)."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads of this thread inside see one state of the database, whatever other writers
+        commit meanwhile (``vestige export``). A store whose reads cannot interleave with
+        writes needs nothing here."""
+        return nullcontext()
 
     # -- meta -----------------------------------------------------------------------------
 

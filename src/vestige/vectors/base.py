@@ -20,6 +20,10 @@ class DenseIndex(ABC):
     def forget(self, app: str) -> None:
         """Drop anything cached for the app (it was deleted)."""
 
+    def purge(self, app: str) -> None:
+        """Chunks of the app were removed (a delete, a replace): drop their vectors from any
+        derived index that persists them."""
+
     def rebuild(self, app: str) -> int | None:
         """Rebuild any derived index of the app from the store (``vestige reindex``)."""
         return None

@@ -74,6 +74,12 @@ class PostgresStore(Store):
         with self._db.write():
             yield
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction for this thread's reads inside (see ``Store.snapshot``)."""
+        with self._db.snapshot():
+            yield
+
     @staticmethod
     def _app_id(cur: psycopg.Cursor, app: str) -> int | None:
         row = cur.execute("SELECT id FROM apps WHERE name = %s", (to_db(app),)).fetchone()

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import DatabaseNotFound, NotADatabase, StoreError, VestigeError
-from .connection import Connection, translate
+from .connection import Connection, translate, unknown_schema_objects
 
 BUSY_TIMEOUT_S = 30.0
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -221,6 +221,9 @@ def _verified_copy(src: Path, tmp: Path) -> list[str]:
         store.close()
     conn = _connect(tmp)
     try:
+        unknown = unknown_schema_objects(conn)
+        if unknown:  # a trigger could copy every deleted message elsewhere: nothing unknown comes in
+            raise StoreError(f"{src} holds schema objects vestige did not create: {', '.join(unknown)}")
         conn.execute("PRAGMA journal_mode = DELETE")
         # A new epoch per app: caches of the target's apps in running processes are rebuilt.
         conn.execute("UPDATE apps SET epoch = lower(hex(randomblob(16)))")

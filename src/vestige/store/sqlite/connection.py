@@ -7,6 +7,7 @@ other run in one deferred transaction, which in WAL mode is a snapshot.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
@@ -80,6 +81,33 @@ def translate(exc: sqlite3.Error, path: str) -> StoreError:
 #: smaller (2.7 against 3.7 GB) and a question's posting read 25% faster (1.10 against 1.46 ms),
 #: fetching 32 hits' text about as fast (0.37 against 0.31 ms) (BENCHMARKS.md, stop 22).
 PAGE_SIZE = 16_384
+#: The write-ahead log is checkpointed after this many pages (SQLite's default: 1,000, 16 MB
+#: at 16 KiB pages) and cut back to WAL_BYTES after a checkpoint.
+WAL_PAGES = 128
+WAL_BYTES = 2 * 1024 * 1024
+
+
+_SCHEMA_OBJECTS = "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+
+
+@functools.lru_cache(maxsize=1)
+def known_schema_objects() -> frozenset[tuple[str, str]]:
+    """(type, name) of every table, index, trigger and view vestige's migrations create."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        return frozenset(conn.execute(_SCHEMA_OBJECTS))
+    finally:
+        conn.close()
+
+
+def unknown_schema_objects(conn: sqlite3.Connection) -> list[str]:
+    """Schema objects of a file that vestige did not make ("trigger 'keep_text'", ...): a trigger
+    ``AFTER DELETE ON messages`` copying the text elsewhere would keep every deleted message, so
+    restore refuses them and ``vestige doctor`` reports them. SQLite's own (``sqlite_*``) pass."""
+    rows = conn.execute(_SCHEMA_OBJECTS).fetchall()
+    known = known_schema_objects()
+    return [f"{kind} {name!r}" for kind, name in sorted(rows) if (kind, name) not in known]
 
 
 class Connection:
@@ -137,6 +165,14 @@ class Connection:
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         if not self.in_memory:
             self._enter_wal(busy_timeout_ms)
+        if not self.in_memory:
+            # A small commit writes every page it touches to the log, 16 KiB each (5 small
+            # sessions: a 1.79 MB -wal), and SQLite's default checkpoint every 1,000 pages let
+            # the log grow to 16 MB and stay that size. Checkpointing every WAL_PAGES pages
+            # and truncating the log back to WAL_BYTES after each bounds it near WAL_BYTES plus
+            # one transaction (RELIABILITY.md, "Write-ahead log size").
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_BYTES}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
         # Forgetting is real: freed pages are overwritten with zeros, whatever this SQLite build's

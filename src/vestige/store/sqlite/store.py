@@ -37,7 +37,7 @@ from ..base import (
 )
 from . import backup as backups
 from . import keys, postings, records, vectors
-from .connection import Connection
+from .connection import Connection, unknown_schema_objects
 
 
 class SQLiteStore(Store):
@@ -61,6 +61,13 @@ class SQLiteStore(Store):
         with self._db.write():
             yield
         self._forget(False)  # an outer transaction: deletes inside it could not checkpoint
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction for this thread's reads inside (see ``Store.snapshot``). The
+        store has one connection: other threads of this process wait until the block ends."""
+        with self._db.snapshot():
+            yield
 
     def _forget(self, removed: bool) -> None:
         """After a committed write that removed data (``removed``), or while an earlier one is
@@ -385,6 +392,11 @@ class SQLiteStore(Store):
         """The file's page size in bytes (files of earlier versions: 4 KiB; new ones: 16 KiB)."""
         with self._db.snapshot() as cur:
             return int(cur.execute("PRAGMA page_size").fetchone()[0])
+
+    def unknown_schema_objects(self) -> list[str]:
+        """Tables, indexes, triggers or views in the file that vestige did not create."""
+        with self._db.snapshot() as cur:
+            return unknown_schema_objects(cur.connection)
 
     def size_bytes(self) -> int | None:
         if self._db.in_memory or not Path(self.path).exists():

@@ -1,0 +1,65 @@
+"""Restore refuses a file with schema objects vestige did not create, and doctor reports them
+(issue 31, item 5). A backup holding a ``TRIGGER ... AFTER DELETE ON messages`` that copies the
+text elsewhere was restored with exit 0; afterwards every delete kept the text, and doctor said ok.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from vestige.cli import main
+from vestige.errors import StoreError
+from vestige.health import check
+from vestige.memory import Memory
+from vestige.store.sqlite.backup import restore_database
+
+EXTRAS = {
+    "table": ("CREATE TABLE stash (body TEXT)", "table 'stash'"),
+    "trigger": ("CREATE TABLE stash (body TEXT); CREATE TRIGGER keep_text AFTER DELETE ON messages "
+                "BEGIN INSERT INTO stash VALUES (old.content); END", "trigger 'keep_text'"),
+    "view": ("CREATE VIEW everything AS SELECT content FROM messages", "view 'everything'"),
+    "index": ("CREATE INDEX peek ON messages (content)", "index 'peek'"),
+}
+
+
+def _tampered(tmp_path, extra: str):
+    path = tmp_path / "backup.sqlite"
+    with Memory(path, embedder="hash") as memory:
+        memory.add_session([{"role": "user", "content": "the secret plan"}], app="a", session_id="s1")
+    conn = sqlite3.connect(path)
+    conn.executescript(EXTRAS[extra][0])
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRAS))
+def test_restore_refuses_unknown_schema_objects_by_name(tmp_path, extra):
+    backup = _tampered(tmp_path, extra)
+    target = tmp_path / "restored.sqlite"
+    with pytest.raises(StoreError, match=EXTRAS[extra][1]):
+        restore_database(backup, target)
+    assert not target.exists()
+    result = CliRunner().invoke(main, ["restore", str(backup), "--db", str(target)], env={"VESTIGE_DB": ""})
+    assert result.exit_code != 0 and EXTRAS[extra][1] in result.output and "Traceback" not in result.output
+    assert not target.exists()
+
+
+def test_doctor_reports_unknown_schema_objects(tmp_path):
+    path = _tampered(tmp_path, "trigger")
+    with Memory(path, embedder="hash", create=False) as memory:
+        report = check(memory)
+    assert not report.ok
+    assert any(line.startswith("FAIL") and "trigger 'keep_text'" in line for line in report.lines)
+
+
+def test_a_clean_file_restores_and_passes_doctor(tmp_path):
+    backup = tmp_path / "backup.sqlite"
+    with Memory(backup, embedder="hash") as memory:
+        memory.add_session([{"role": "user", "content": "the plan"}], app="a", session_id="s1")
+    restore_database(backup, tmp_path / "restored.sqlite")
+    with Memory(tmp_path / "restored.sqlite", embedder="hash", create=False) as memory:
+        report = check(memory)
+    assert report.ok, report.lines
