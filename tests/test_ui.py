@@ -202,6 +202,16 @@ def test_an_import_that_is_not_valid_stores_nothing(seeded):
     assert seeded.get("new-one", app="fresh")["messages"][0]["content"] == "I adopted a parrot."
 
 
+def test_a_read_only_database_is_browsed_and_a_change_is_refused_with_its_reason(seeded):
+    seeded.store._db.conn.execute("PRAGMA query_only = 1")  # SQLITE_READONLY, as a 0444 file gives
+    client = TestClient(local_app(seeded), base_url=LOCAL)
+    page = client.get("/ui/apps/alice/items/fact/home")
+    assert page.status_code == 200 and "Alice lives in Porto." in page.text
+    answer = client.post("/ui/apps/alice/items/fact/home/text", data={"csrf": _csrf(page.text), "text": "Faro"})
+    assert answer.status_code == 503 and "read-only" in answer.text
+    assert str(seeded.store.location) not in answer.text
+
+
 # -- browse -----------------------------------------------------------------------------------------
 
 

@@ -88,7 +88,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     (``vestige serve``); otherwise every app, and only to requests addressed to a loopback
     host (``vestige ui``: a web page elsewhere cannot reach it through DNS rebinding).
     ``allowed_hosts``: the Host names accepted in local mode (default: loopback names)."""
-    signer = Signer(store_secret(memory.store))
+    signer = Signer(lambda: store_secret(memory.store))
     hosts = allowed_hosts or LOOPBACK_HOSTS
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["q"] = _q
@@ -147,8 +147,11 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
             except NeedLogin:
                 response = RedirectResponse(base(ctx) + "/login", 303)
             except VestigeError as exc:
-                status = exc.status if 400 <= exc.status < 500 else 500
-                response = render(ctx, "error.html", status, message=str(exc), code=status)
+                status = exc.status if exc.status >= 400 else 500
+                message = str(exc)
+                if status >= 500 and memory.store.location:  # where the database lives stays in the server's log
+                    message = message.replace(str(memory.store.location), "the database")
+                response = render(ctx, "error.html", status, message=message, code=status)
             finally:
                 if ctx.form is not None:
                     await ctx.form.close()

@@ -14,9 +14,13 @@ import hashlib
 import hmac
 import json
 import secrets
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import StoreError
 from ..keys import hash_key
+from ..store.base import Store
 
 COOKIE = "vestige_ui"
 SECRET_META_KEY = "ui_secret"
@@ -30,13 +34,22 @@ class Session:
 
 
 class Signer:
-    """Signs sessions and derives their CSRF tokens from one secret."""
+    """Signs sessions and derives their CSRF tokens from one secret, read (or created) on first
+    use: serving the API alone writes nothing to the database."""
 
-    def __init__(self, secret: str):
-        self._secret = secret.encode("utf-8")
+    def __init__(self, secret: Callable[[], str]):
+        self._get_secret = secret
+        self._secret: bytes | None = None
+        self._lock = threading.Lock()
+
+    def _key(self) -> bytes:
+        with self._lock:
+            if self._secret is None:
+                self._secret = self._get_secret().encode("utf-8")
+            return self._secret
 
     def _mac(self, purpose: str, data: str) -> str:
-        digest = hmac.new(self._secret, f"{purpose}:{data}".encode("utf-8"), hashlib.sha256).digest()
+        digest = hmac.new(self._key(), f"{purpose}:{data}".encode("utf-8"), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
     def dump(self, session: Session) -> str:
@@ -70,6 +83,13 @@ def new_session(key: str | None = None) -> Session:
     return Session(secrets.token_urlsafe(24), hash_key(key) if key else None)
 
 
-def store_secret(store) -> str:  # noqa: ANN001 - any vestige Store
-    """The signing secret, created once per database (the first writer's wins)."""
-    return store.claim_meta({SECRET_META_KEY: secrets.token_urlsafe(32)})[SECRET_META_KEY]
+def store_secret(store: Store) -> str:
+    """The signing secret, created once per database (the first writer's wins). A database that
+    cannot be written gets one for this process only: its sessions end when the process does."""
+    found = store.get_meta(SECRET_META_KEY)
+    if found:
+        return found
+    try:
+        return store.claim_meta({SECRET_META_KEY: secrets.token_urlsafe(32)})[SECRET_META_KEY]
+    except StoreError:
+        return secrets.token_urlsafe(32)
