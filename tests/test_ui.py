@@ -212,6 +212,16 @@ def test_a_read_only_database_is_browsed_and_a_change_is_refused_with_its_reason
     assert str(seeded.store.location) not in answer.text
 
 
+def test_counts_follow_every_write(seeded):
+    client = TestClient(local_app(seeded), base_url=LOCAL)
+    row = lambda: re.search(r'alice</a></td>\s*<td>(\d+)</td><td>(\d+)</td><td>(\d+)</td>', client.get("/ui/").text).groups()  # noqa: E731
+    assert row() == ("2", "2", "3")  # sessions, messages, facts
+    seeded.add_fact("Alice plays the cello.", app="alice")
+    assert row() == ("2", "2", "4")
+    seeded.delete("cat", app="alice")
+    assert row() == ("1", "1", "4")
+
+
 # -- browse -----------------------------------------------------------------------------------------
 
 

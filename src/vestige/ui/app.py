@@ -184,11 +184,23 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
 
     # -- browse ----------------------------------------------------------------------------
 
+    # An app's counts, kept while its version stands (every write moves it): counting the
+    # messages of 100k chunks takes ~0.3 s, reading the version well under 1 ms.
+    counted: dict[str, tuple[Any, dict[str, Any]]] = {}
+
     def counts(app: str) -> dict[str, Any]:
-        try:
-            return memory.app_stats(app)
-        except UnknownApp:
+        version = memory.store.app_version(app)
+        if version is None:
             return {"sessions": 0, "messages": 0, "facts": 0, "chunks": 0, "lexical_index": "empty"}
+        kept = counted.get(app)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        try:
+            stats = memory.app_stats(app)
+        except UnknownApp:  # deleted since its version was read
+            return counts(app)
+        counted[app] = (version, stats)  # the version read before counting: a write between only recounts
+        return stats
 
     def index(ctx: Ctx) -> Response:
         if ctx.granted is not None:
