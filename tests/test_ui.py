@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -210,6 +211,18 @@ def test_a_read_only_database_is_browsed_and_a_change_is_refused_with_its_reason
     answer = client.post("/ui/apps/alice/items/fact/home/text", data={"csrf": _csrf(page.text), "text": "Faro"})
     assert answer.status_code == 503 and "read-only" in answer.text
     assert str(seeded.store.location) not in answer.text
+
+
+def test_a_delete_from_the_pages_leaves_no_byte_of_the_text_on_disk(seeded):
+    from test_forgetting import SECRET, scan, total
+
+    seeded.add_fact(f"The code word is {SECRET}.", app="alice", fact_id="secret")
+    assert total(scan(Path(seeded.store.path))) > 0
+    client = TestClient(local_app(seeded), base_url=LOCAL)
+    token = _csrf(client.get("/ui/apps/alice/items/fact/secret/delete").text)
+    assert client.post("/ui/apps/alice/items/fact/secret/delete", data={"csrf": token}).status_code == 200
+    assert total(scan(Path(seeded.store.path))) == 0, scan(Path(seeded.store.path))  # RELIABILITY.md, "Forgetting"
+    assert seeded.get("home", app="alice")["text"] == "Alice lives in Porto."
 
 
 def test_counts_follow_every_write(seeded):
