@@ -263,31 +263,43 @@ def test_browse_filters_by_kind_source_dates_and_metadata_and_pages(seeded):
 # -- ask --------------------------------------------------------------------------------------------
 
 
-def test_ask_shows_the_trace_when_the_memory_gives_one(seeded, monkeypatch):
-    real = seeded.search
+def test_ask_reads_the_trace_in_the_agreed_shape(seeded):
+    from vestige.context import ContextBlock
 
-    def traced_search(query, *, explain=False, **options):
-        results = real(query, **options)
-        if explain:
-            results.trace = [SimpleNamespace(stage="fusion", kept=3, dropped=2, note="convex")]
-            results.dropped = [SimpleNamespace(id="trip", stage="floor", reason="under the floor", score=0.01)]
-            for hit in results:
-                hit.why = {"channels": {"dense": {"rank": 7, "score": 0.5}, "lexical": {"rank": None, "score": None}},
-                           "matched_terms": ["Admon"], "fused": 0.875,
-                           "second_stage": {"before": 3, "after": 1, "signals": {}}, "passages": ["Admon <b>purrs</b>."]}
-        return results
+    hits = list(seeded.search("what is my cat called", app="alice", k=5))
+    for hit in hits:
+        hit.why = {"channels": {"dense": {"rank": 7, "score": 0.5}, "lexical": {"rank": None, "score": None}},
+                   "matched_terms": ["Admon"], "fused": 0.875,
+                   "second_stage": {"before": 3, "after": 1, "signals": {}}, "passages": ["Admon <b>purrs</b>."]}
 
-    monkeypatch.setattr(seeded, "search", traced_search)
-    view = explain.ask(seeded, "alice", "what is my cat called", 5)
+    class Traced(list):  # a search's results with the trace's attributes (TRACE-INTERFACE.md)
+        notes: list[str] = []
+        trace = [SimpleNamespace(stage="fusion", kept=3, dropped=2, note="convex")]
+        dropped = [SimpleNamespace(id="trip", stage="floor", reason="under the floor", score=0.01)]
+
+    def memory_giving(block: ContextBlock) -> SimpleNamespace:
+        return SimpleNamespace(search=lambda query, *, app, k, explain=False: Traced(hits),
+                               context=lambda query, *, app, explain=False: block)
+
+    view = explain.ask(memory_giving(ContextBlock("<memory>...</memory>", n_tokens=7)), "alice", "my cat", 5)
     assert view.traced and view.trace == [{"stage": "fusion", "kept": 3, "dropped": 2, "note": "convex"}]
-    assert [(d.id, d.stage) for d in view.left_out] == [("trip", "floor")]
+    assert [(d.id, d.stage) for d in view.left_out] == [("trip", "floor")] and view.context_tokens == 7
     hit = view.hits[0]
     assert hit.fused == 0.875 and hit.channels["dense"] == {"rank": 7, "score": 0.5}
     assert hit.second_stage["after"] == 1
     assert str(hit.passages[0]) == "<mark>Admon</mark> &lt;b&gt;purrs&lt;/b&gt;."
+    # the block's read ran every stage: its record and what it left out are the ones shown
+    block = ContextBlock("<memory>...</memory>", n_tokens=7)
+    block.trace = [{"stage": "budget", "kept": 1, "dropped": 4, "note": "800 tokens"}]
+    block.dropped = [SimpleNamespace(id="home", stage="cut", reason="under the cut", score=0.2)]
+    view = explain.ask(memory_giving(block), "alice", "my cat", 5)
+    assert view.trace == [{"stage": "budget", "kept": 1, "dropped": 4, "note": "800 tokens"}]
+    assert [(d.id, d.stage, d.reason) for d in view.left_out] == [("home", "cut", "under the cut")]
 
 
-def test_ask_without_a_trace_shows_what_hits_carry(seeded):
+def test_ask_without_a_trace_shows_what_hits_carry(seeded, monkeypatch):
+    real = seeded.search
+    monkeypatch.setattr(seeded, "search", lambda query, **options: real(query, **options))  # takes no explain=
     view = explain.ask(seeded, "alice", "What is my cat called?", 5)
     assert not view.traced and view.hits[0].id == "cat"
     assert view.hits[0].channels["lexical"]["rank"] == 1 and "cat" in view.hits[0].matched_terms

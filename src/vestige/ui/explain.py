@@ -108,7 +108,7 @@ def _context(memory: Memory, query: str, app: str) -> tuple[str, int, Any]:
         text = getattr(result, "text", None)
         text = str(result) if text is None else str(text)
         return text, int(getattr(result, "n_tokens", 0) or 0), result
-    block = memory.context(query, app=app)
+    block = memory.context(query, app=app, **({"explain": True} if _accepts(memory.context, "explain") else {}))
     return str(block), int(getattr(block, "n_tokens", 0) or 0), block
 
 
@@ -134,8 +134,9 @@ def ask(memory: Memory, app: str, query: str, k: int) -> AskView:
             second_stage=why.get("second_stage"), stage=getattr(hit, "stage", "fused"),
             in_context=(hit.chunk_id in in_block) or (hit.id in in_block_ids),
         ))
-    view.trace = [_record(r) for r in getattr(results, "trace", None) or []]
-    dropped = getattr(results, "dropped", None)
+    # The block's read runs every stage (its cut and budget too): its record is the one to show.
+    view.trace = [_record(r) for r in getattr(block, "trace", None) or getattr(results, "trace", None) or []]
+    dropped = getattr(block, "dropped", None) or getattr(results, "dropped", None)
     if dropped:
         view.left_out = [LeftOut(str(getattr(d, "id", "")), str(getattr(d, "stage", "")), str(getattr(d, "reason", "")),
                                  getattr(d, "score", None)) for d in dropped]
