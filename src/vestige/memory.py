@@ -616,9 +616,12 @@ class Memory:
         messages: list[Any] | None = None,
         metadata: dict[str, Any] | None = None,
         date: Any = None,
+        merge_metadata: bool = False,
     ) -> IngestReport:
         """Change a stored item and keep its previous version (``history``): a fact's ``text``, a
         session's ``messages``, either one's ``metadata`` or ``date`` (None keeps the current one).
+        ``merge_metadata``: the keys of ``metadata`` are set over the current ones, the others are
+        kept (default: ``metadata`` replaces the whole object).
         Atomic: the write lands only if the item is still what was read."""
         app = check_app(app)
         item_id = check_id(item_id, "item id")
@@ -632,6 +635,12 @@ class Memory:
             what = "text" if current.kind == "fact" else "messages"
             raise InvalidInput(f"{current.kind} {item_id!r} is changed with {what}=, not "
                                f"{'messages' if what == 'text' else 'text'}=")
+        if not isinstance(merge_metadata, bool):
+            raise InvalidInput(f"merge_metadata must be True or False, got {shown(merge_metadata)}")
+        if merge_metadata and metadata is not None:
+            if not isinstance(metadata, dict):
+                raise InvalidInput(f"metadata must be an object, got {shown(metadata)}")
+            metadata = {**current.metadata, **metadata}
         new_meta = current.metadata if metadata is None else metadata
         new_date = current.date if date is None else date
         if current.kind == "fact":

@@ -230,8 +230,9 @@ def _register_other_commands() -> None:
     from .backup import commands as backup_commands
     from .items import commands as item_commands
     from .migrate import commands as migrate_commands
+    from ..ui.cli import ui
 
-    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, bench):
+    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, bench, ui):
         main.add_command(command)
 
 

@@ -115,15 +115,20 @@ def export(db: str | None, app: str, fmt: str, out: str | None) -> None:
 @app_option
 @click.option("--text", help="A fact's new text.")
 @click.option("--date", help="The new date (ISO 8601).")
-@click.option("--metadata", help="The new metadata, a whole JSON object.")
+@click.option("--metadata", help="Metadata keys to set, a JSON object; the other keys are kept (see --replace-metadata).")
+@click.option("--replace-metadata", is_flag=True, help="--metadata replaces the whole object instead (keys not given are dropped).")
 @fail_cleanly
-def update(item_id: str, db: str | None, app: str, text: str | None, date: str | None, metadata: str | None) -> None:
+def update(item_id: str, db: str | None, app: str, text: str | None, date: str | None, metadata: str | None,
+           replace_metadata: bool) -> None:
     """Change a fact's text, or an item's date or metadata; the previous version is kept (see history)."""
     meta = json_object(metadata, "--metadata") if metadata else None
     if text is None and date is None and meta is None:
         raise click.UsageError("give --text, --date or --metadata")
+    if replace_metadata and meta is None:
+        raise click.UsageError("--replace-metadata needs --metadata")
     with open_memory(db) as memory:
-        report = memory.update(item_id, app=app, text=text, date=date, metadata=meta)
+        report = memory.update(item_id, app=app, text=text, date=date, metadata=meta,
+                               merge_metadata=not replace_metadata)
     click.echo(f"{item_id}: {'unchanged' if report.unchanged else 'updated (the previous version is kept)'}")
 
 

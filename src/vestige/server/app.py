@@ -529,6 +529,7 @@ def create_app(
         redoc_url=None,
     )
     _offline_docs(api)
+    _inspector(api, memory)
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     api.add_middleware(BodyTimeout, seconds=timeout_seconds)
     bearer = HTTPBearer(auto_error=False, description="A per-app key from `vestige keys create`.")
@@ -769,29 +770,26 @@ DOCS_ASSETS = "/docs-assets"
 
 
 def _offline_docs(api: FastAPI) -> None:
-    """/docs with Swagger UI's files served by this server (the swagger-ui-bundle package), so
-    the page works with no network; without that package, /docs says how to get it."""
-    from fastapi.openapi.docs import get_swagger_ui_html
+    """/docs with the Swagger UI vendored in vestige.ui (it reads OpenAPI 3.1), served by this
+    server, so the page renders with no network."""
     from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
 
-    try:
-        from fastapi.staticfiles import StaticFiles
-        from swagger_ui_bundle import swagger_ui_path
-    except ImportError:
-        swagger_ui_path = None
-    if swagger_ui_path is not None:
-        api.mount(DOCS_ASSETS, StaticFiles(directory=swagger_ui_path), name="docs-assets")
+    from ..ui.docs import DOCS_CSP, SWAGGER_DIR, docs_page
+
+    api.mount(DOCS_ASSETS, StaticFiles(directory=SWAGGER_DIR), name="docs-assets")
 
     @api.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        if swagger_ui_path is None:
-            return HTMLResponse("<p>The interactive docs need swagger-ui-bundle: pip install 'vestige[server]'. "
-                                "The API description is at <a href='/openapi.json'>/openapi.json</a>.</p>")
-        return get_swagger_ui_html(
-            openapi_url=api.openapi_url or "/openapi.json", title="vestige API",
-            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js", swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
-        )
+        return HTMLResponse(docs_page(api.openapi_url or "/openapi.json", DOCS_ASSETS),
+                            headers={"Content-Security-Policy": DOCS_CSP})
+
+
+def _inspector(api: FastAPI, memory: Memory) -> None:
+    """The web inspector at /ui (vestige.ui), behind an API key: each session sees its key's app."""
+    from ..ui import PREFIX, create_ui
+
+    api.mount(PREFIX, create_ui(memory, keyed=True), name="ui")
 
 
 def _page(rows: list[dict[str, Any]], limit: int, offset: int) -> ListOut:

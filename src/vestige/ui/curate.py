@@ -1,0 +1,138 @@
+"""Pairs of memories a person may want to merge, delete or mark as superseded.
+
+Two kinds: duplicates (the same text under two ids, or vectors nearly identical: a note imported
+twice, a fact restated) and pairs that may disagree (close in meaning, different dates: the older
+may be out of date). Found by comparing the stored int8 vectors of the app's newest chunks
+(exact cosines, in blocks). Nothing here changes anything: the page offers the actions, and
+only a person's click on one of them (``apply``) writes.
+
+The two thresholds are review thresholds, not fitted to any data: the page shows them and a
+person can move them in its form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidInput
+from ..memory import Memory
+
+DUPLICATE_COSINE = 0.97  # at or above: shown as a duplicate
+RELATED_COSINE = 0.85  # at or above, with different dates: shown as a pair that may disagree
+MAX_CHUNKS = 4000  # the newest chunks compared (a 4000 x 4000 product, in blocks)
+MAX_PAIRS = 50
+BLOCK = 512
+SUPERSEDED_BY = "superseded_by"  # the metadata key a mark is stored under
+ACTIONS = ("merge", "delete", "supersede")
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    kind: str
+    id: str
+    date: str | None
+    text: str  # the chunk that matched
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: ItemRef  # the older (by date) of the two
+    b: ItemRef
+    cosine: float
+    reason: str  # "same text", "near-duplicate", "may disagree"
+
+    @property
+    def duplicate(self) -> bool:
+        return self.reason != "may disagree"
+
+
+@dataclass(frozen=True)
+class Found:
+    pairs: list[Pair]
+    compared: int  # chunks compared
+    total: int  # chunks the app holds
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def find_pairs(memory: Memory, app: str, *, duplicate: float = DUPLICATE_COSINE, related: float = RELATED_COSINE,
+               max_chunks: int = MAX_CHUNKS, limit: int = MAX_PAIRS) -> Found:
+    """The most similar pairs of distinct items among the app's newest ``max_chunks`` chunks."""
+    if not 0.0 < related <= duplicate <= 1.0:
+        raise InvalidInput(f"thresholds must satisfy 0 < related <= duplicate <= 1, got {related} and {duplicate}")
+    batch = memory.store.read_vectors(app)
+    ids, vectors = batch.ids[-max_chunks:], batch.vectors[-max_chunks:]
+    if len(ids) < 2:
+        return Found([], len(ids), len(batch.ids))
+    rows = memory.store.fetch_chunks(app, [int(i) for i in ids])
+    keep = [n for n, i in enumerate(ids) if int(i) in rows]
+    ids, unit = ids[keep], vectors[keep].astype(np.float32)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    owner = [_item_of(rows[int(i)]) for i in ids]
+    best: dict[tuple[tuple[str, str], tuple[str, str]], tuple[float, int, int]] = {}
+    for start in range(0, len(ids), BLOCK):
+        sims = unit[start : start + BLOCK] @ unit.T
+        rows_i, cols = np.nonzero(sims >= related)
+        for r, c in zip(rows_i.tolist(), cols.tolist()):
+            i = start + r
+            if c <= i or owner[i] == owner[c]:
+                continue
+            key = (owner[i], owner[c]) if owner[i] < owner[c] else (owner[c], owner[i])
+            cosine = float(sims[r, c])
+            if cosine > best.get(key, (-2.0, 0, 0))[0]:
+                best[key] = (cosine, i, c)
+    pairs = []
+    for (cosine, i, c) in best.values():
+        ra, rc = rows[int(ids[i])], rows[int(ids[c])]
+        same = _normal(ra.text) == _normal(rc.text)
+        reason = "same text" if same else "near-duplicate" if cosine >= duplicate else "may disagree"
+        if reason == "may disagree" and (ra.date or "")[:10] == (rc.date or "")[:10]:
+            continue  # close in meaning on the same day: a continuation, not a change
+        a, b = _ref(ra), _ref(rc)
+        if (a.date or "") > (b.date or ""):
+            a, b = b, a
+        if a.superseded_by == b.id or b.superseded_by == a.id:
+            continue  # already marked by a person
+        pairs.append(Pair(a, b, min(cosine, 1.0), reason))
+    pairs.sort(key=lambda p: (not p.duplicate, -p.cosine, p.a.id, p.b.id))
+    return Found(pairs[:limit], len(ids), len(batch.ids))
+
+
+def _item_of(row: Any) -> tuple[str, str]:
+    return ("fact", row.fact_id) if row.fact_id is not None else ("session", row.session_id)
+
+
+def _ref(row: Any) -> ItemRef:
+    kind, item_id = _item_of(row)
+    mark = (row.metadata or {}).get(SUPERSEDED_BY)
+    return ItemRef(kind, item_id, row.date, row.text, mark if isinstance(mark, str) else None)
+
+
+def apply(memory: Memory, app: str, action: str, keep: tuple[str, str], other: tuple[str, str]) -> str:
+    """Carry out a person's choice on a pair; returns what was done, in words.
+
+    merge: ``keep`` gains the metadata keys only ``other`` had, then ``other`` is deleted.
+    delete: ``other`` is deleted. supersede: ``other`` is marked ``superseded_by`` ``keep``
+    (its other metadata kept; the previous version stays in its history)."""
+    if action not in ACTIONS:
+        raise InvalidInput(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+    (keep_kind, keep_id), (other_kind, other_id) = keep, other
+    if (keep_kind, keep_id) == (other_kind, other_id):
+        raise InvalidInput("a pair needs two different memories")
+    kept = memory.get(keep_id, app=app, kind=keep_kind)
+    gone = memory.get(other_id, app=app, kind=other_kind)
+    if action == "supersede":
+        memory.update(other_id, app=app, kind=other_kind, metadata={SUPERSEDED_BY: keep_id}, merge_metadata=True)
+        return f"{other_kind} {other_id} marked as superseded by {keep_id}"
+    if action == "merge":
+        extra = {k: v for k, v in gone["metadata"].items() if k not in kept["metadata"] and k != SUPERSEDED_BY}
+        extra["merged_from"] = other_id
+        memory.update(keep_id, app=app, kind=keep_kind, metadata=extra, merge_metadata=True)
+    memory.delete(other_id, app=app, kind=other_kind)
+    return f"{other_kind} {other_id} {'merged into ' + keep_id if action == 'merge' else 'deleted'}"
