@@ -101,7 +101,7 @@ def run_search(
     # A follow-up carries no topic of its own: embed it alone and with the previous turn, in
     # one call; each chunk keeps its best score, so the stand-alone result is never lost.
     texts = [query] if not previous else [query, f"{previous}\n{query}"]
-    query_vectors = channels.embedder.embed(texts)
+    query_vectors = channels.embedder.embed_query(texts)
     depth = max(settings.depth, k)
     # The second stage may lift any of the top rerank_depth candidates into the budget.
     pool = max(k, settings.rerank_depth) if reranker is not None and settings.lexical else k
