@@ -174,3 +174,15 @@ def test_the_ann_index_and_the_embedder_load_together():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
     assert "(1, 384)" in result.stdout
+
+
+def test_the_readme_layout_names_every_module_and_package():
+    """README's Layout section matches the tree: each top-level module and package of
+    src/vestige, and each module of store/, is named there."""
+    readme = (PACKAGE.parents[1] / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    names = [p.name for p in PACKAGE.iterdir() if (p.suffix == ".py" and not p.name.startswith("__"))
+             or (p.is_dir() and (p / "__init__.py").exists())]
+    names += [f"store/{p.name}" for p in (PACKAGE / "store").iterdir() if p.suffix == ".py" and not p.name.startswith("__")]
+    missing = sorted(n for n in names if n.removesuffix(".py") not in layout)
+    assert not missing, f"README's Layout section does not name: {missing}"

@@ -9,25 +9,43 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..registry import Registry
 from .base import Store
+
+
+def _sqlite(location: str) -> tuple[type[Store], str]:
+    from .sqlite import SQLiteStore
+
+    scheme, sep, rest = location.partition("://")
+    # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
+    return SQLiteStore, (rest[1:] if rest.startswith("/") else rest) if sep else location
+
+
+def _postgres(location: str) -> tuple[type[Store], str]:
+    from .postgres import PostgresStore  # the ``postgres`` extra; MissingDependency names it when absent
+
+    return PostgresStore, location
+
+
+#: Store backends by URL scheme (vestige.registry; docs/extending.md): each entry gives the
+#: ``Store`` class a location names and the location as that class takes it, opening nothing.
+STORES: Registry[tuple[type[Store], str]] = Registry("store URL scheme", "://")
+STORES.register("sqlite", _sqlite)
+STORES.register("postgresql", _postgres)
+STORES.register("postgres", _postgres)
 
 
 def store_class(location: str) -> tuple[type[Store], str]:
     """The backend a location names and the location as that backend takes it, opening nothing:
     ``:memory:``, a file path or ``sqlite:///path`` (SQLite); ``postgresql://...`` or
-    ``postgres://...`` (PostgreSQL + pgvector, the ``postgres`` extra)."""
+    ``postgres://...`` (PostgreSQL + pgvector); a scheme registered in ``STORES``."""
     text = str(location)
-    scheme, sep, rest = text.partition("://")
-    if sep and scheme in ("postgresql", "postgres"):
-        from .postgres import PostgresStore
-
-        return PostgresStore, text
-    if sep and scheme != "sqlite":
-        raise ConfigError(f"unknown store URL scheme {scheme!r}; use a file path, ':memory:' or sqlite:///PATH")
-    from .sqlite import SQLiteStore
-
-    # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
-    return SQLiteStore, (rest[1:] if rest.startswith("/") else rest) if sep else text
+    if "://" not in text:
+        return _sqlite(text)
+    if STORES.find(text) is None:
+        raise ConfigError(f"unknown store URL scheme {STORES.name_of(text)!r}; use a file path, ':memory:', "
+                          f"or one of {', '.join(f'{name}://' for name in STORES.names())}")
+    return STORES.build(text)
 
 
 def open_store(location: "str | Store | Any", *, create: bool = True, **options: Any) -> Store:
