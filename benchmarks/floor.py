@@ -12,11 +12,11 @@ question, and derives the cosine floor's trade-off table from the rows: floor ->
 questions lost, abstention and off-topic questions answered with nothing
 (``benchmarks/floor_cv.py`` cross-validates the evidence floor on the same rows).
 
-    python benchmarks/floor.py --out benchmarks/floor_calibration            # both datasets
-    python benchmarks/floor.py --check benchmarks/floor_calibration          # recompute the tables
-    python benchmarks/floor.py --personal locomo longmemeval --out benchmarks/floor_calibration
-    python benchmarks/floor.py --signals benchmarks/floor_calibration        # add the signals to rows
-    python benchmarks/floor.py --impersonal --out benchmarks/floor_calibration
+    python benchmarks/floor.py --out benchmarks/results/floor/calibration            # both datasets
+    python benchmarks/floor.py --check benchmarks/results/floor/calibration          # recompute the tables
+    python benchmarks/floor.py --personal locomo longmemeval --out benchmarks/results/floor/calibration
+    python benchmarks/floor.py --signals benchmarks/results/floor/calibration        # add the signals to rows
+    python benchmarks/floor.py --impersonal --out benchmarks/results/floor/calibration
 
 ``--impersonal`` asks legitimate questions rewritten without first/second person or the memory's
 people (benchmarks/data/impersonal_legit_questions.tsv) into rows_impersonal.jsonl.
@@ -267,7 +267,7 @@ def check(folder: Path) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/floor_calibration"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/floor/calibration"))
     parser.add_argument("--limit", type=int, help="Only the first N haystacks of each dataset.")
     parser.add_argument("--check", type=Path, help="Recompute the table of a finished run and compare.")
     parser.add_argument("--personal", nargs="*", choices=["locomo", "longmemeval"],

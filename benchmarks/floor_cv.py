@@ -14,7 +14,7 @@ nothing, subject to no legitimate training question being lost. Three reports:
   conversation) and off-topic ones by their text, so a held-out fold's off-topic questions were
   never seen in fitting.
 
-    python benchmarks/floor_cv.py --out benchmarks/floor_calibration/two_signal_cv.json
+    python benchmarks/floor_cv.py --out benchmarks/results/floor/calibration/two_signal_cv.json
 
 ``--evidence``: the shipped evidence floor (vestige.read.floor). The two-signal condition
 applies only to impersonal questions (``personal`` false in the rows); every question is
@@ -24,15 +24,15 @@ exemption; ``--trust-exemption`` lets only the impersonal legitimate questions c
 shipped: it loses legitimate questions out of sample). The personal-sounding off-topic rows
 (rows_personal.jsonl) are never fitted on; every report scores them under its own fit.
 
-    python benchmarks/floor_cv.py --evidence --out benchmarks/floor_calibration/evidence_floor_cv.json
+    python benchmarks/floor_cv.py --evidence --out benchmarks/results/floor/calibration/evidence_floor_cv.json
     python benchmarks/floor_cv.py --evidence --trust-exemption \
-        --out benchmarks/floor_calibration/evidence_floor_trusting_cv.json
+        --out benchmarks/results/floor/calibration/evidence_floor_trusting_cv.json
 
 ``--impersonal``: how each floor (cosine-only, the shipped evidence floor, the trusting fit)
 treats legitimate dev questions rewritten impersonally (rows_impersonal.jsonl, written before
 any score and never fitted on), beside its dev figures:
 
-    python benchmarks/floor_cv.py --impersonal --out benchmarks/floor_calibration/impersonal_rewrites.json
+    python benchmarks/floor_cv.py --impersonal --out benchmarks/results/floor/calibration/impersonal_rewrites.json
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROWS = Path(__file__).with_name("floor_calibration") / "rows.jsonl"
+ROWS = Path(__file__).parent / "results" / "floor" / "calibration" / "rows.jsonl"
 SHIPPED = 0.18
 B_GRID = [round(x, 2) for x in np.arange(0.18, 0.455, 0.01)]
 C_GRID = [round(x, 2) for x in np.arange(0.05, 1.001, 0.05)]

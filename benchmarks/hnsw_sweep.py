@@ -3,7 +3,7 @@ times the depth, 1x and 2x by default) x ``expansion_search``, p50 latency of th
 scan, on a database built by ``benchmarks/scale.py`` (the same queries as that script).
 
     python benchmarks/scale.py --size 100000 --build-only          # once
-    python benchmarks/hnsw_sweep.py --size 100000 --out benchmarks/results/hnsw_sweep_100k.json
+    python benchmarks/hnsw_sweep.py --size 100000 --out benchmarks/results/hnsw/NAME/hnsw_sweep_100k.json
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     for oversample in (int(x) for x in args.oversamples.split(",")):
         for expansion in (int(x) for x in args.expansions.split(",")):
             ann.oversample = oversample
-            ann._graphs[scale.APP].index.expansion_search = expansion
+            ann.set_expansion_search(expansion)
             latency, recall = [], []
             for v, truth in zip(vectors, want):
                 t0 = time.perf_counter()

@@ -7,7 +7,7 @@ numpy's float32 ``M @ q`` and its top-200 (the floor scale.py compares with), th
 candidates, and whether the rankings equal the float32 scan's.
 
     python benchmarks/scale.py --size 100000 --sessions-per-call 0 --workdir DIR   # once
-    python benchmarks/int8_scan.py DIR/scale-100000.sqlite --out benchmarks/results/int8_scan_100k.json
+    python benchmarks/int8_scan.py DIR/scale-100000.sqlite --out benchmarks/results/int8/scan-100k/int8_scan_100k.json
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import scale  # noqa: E402
 
 from vestige.embed.base import dequantize  # noqa: E402
 from vestige.ranking import top  # noqa: E402
-from vestige.store.base import open_store  # noqa: E402
+from vestige.store import open_store  # noqa: E402
 from vestige.vectors import exact, int8_scan  # noqa: E402
 
 DEPTH = 200

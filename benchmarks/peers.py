@@ -1,7 +1,7 @@
 """Peers benchmark: vestige against what a user would pick instead, same corpus, vectors, questions.
 
     python benchmarks/peers.py --sizes 10000,100000 [--systems all] [--repeats 3] [--plot]
-    python benchmarks/peers.py --plot-only          # redraw benchmarks/results/peers.png
+    python benchmarks/peers.py --plot-only          # redraw benchmarks/results/peers/s24/peers.png
     python benchmarks/peers.py --sizes 1000000 --systems numpy,vestige --keep-other-rows "WHY"
                                                     # re-run some systems, keep (and mark) the others
 
@@ -56,7 +56,7 @@ if str(HERE) not in sys.path:
 
 import scale  # benchmarks/scale.py: corpus, vectors, questions, the vestige build
 
-RESULTS = HERE / "results"
+RESULTS = HERE / "results" / "peers" / "s24"  # the committed run; a new one: --out-dir results/peers/NAME
 DEPTH = scale.DEPTH  # 200: every channel ranks this deep
 K = 10  # every system returns its top 10
 RRF_K = 60

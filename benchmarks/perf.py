@@ -1,6 +1,6 @@
 """Engine performance benchmark: embedder, ingest, search latency, cold start.
 
-    python benchmarks/perf.py [--sizes 10000 100000] [--out benchmarks/perf_results.json]
+    python benchmarks/perf.py [--sizes 10000 100000] [--out benchmarks/results/scale/NAME/perf_ingest.json]
 
 What it measures, on this machine, with the default embedder (all-MiniLM-L6-v2 int8 ONNX):
 
@@ -475,7 +475,7 @@ def bench_cold(path: Path, queries: list[str], repeats: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="corpus sizes in chunks")
-    parser.add_argument("--out", default="benchmarks/perf_results.json", help="where to write the JSON results")
+    parser.add_argument("--out", default="perf_results.json", help="where to write the JSON results (a lab result: benchmarks/results/<topic>/<name>/, with a manifest)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"), help="databases go here")
     parser.add_argument("--repeats", type=int, default=3, help="repeats per measurement (medians are reported)")
     parser.add_argument("--queries", type=int, default=200, help="search queries per pass")

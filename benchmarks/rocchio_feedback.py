@@ -63,9 +63,9 @@ class _QueryVector:
     def __init__(self, inner, vector: np.ndarray):
         self._inner, self._vector = inner, vector
 
-    def embed(self, texts, progress=None):
+    def embed_query(self, texts):
         # The question is texts[0] (a follow-up's joined text, if any, follows): not embedded again.
-        rest = self._inner.embed(list(texts[1:])) if len(texts) > 1 else np.zeros((0, len(self._vector)), np.float32)
+        rest = self._inner.embed_query(list(texts[1:])) if len(texts) > 1 else np.zeros((0, len(self._vector)), np.float32)
         return np.vstack([self._vector[None, :], rest]).astype(np.float32)
 
     def __getattr__(self, name):
@@ -85,7 +85,7 @@ def with_feedback(hits: int, beta: float, keep: bool = False):
         found = vectors.of(channels.store, app, np.array(sorted({h.chunk_id for h in first[:hits]}), np.int64))
         if not len(found):
             return first
-        moved = channels.embedder.embed([query])[0] + beta * found.mean(axis=0)
+        moved = channels.embedder.embed_query([query])[0] + beta * found.mean(axis=0)
         moved = (moved / np.linalg.norm(moved)).astype(np.float32)
         channels = dataclasses.replace(channels, embedder=_QueryVector(channels.embedder, moved))
         second = _plain_search(channels, app, query, k, settings, previous, reranker, now)

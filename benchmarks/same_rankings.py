@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vestige import lexical
 from vestige.bench.configs import get_config
 from vestige.bench.runner import run_benchmarks
 
@@ -36,6 +37,11 @@ def rows_by_id(path: Path) -> dict[str, dict]:
     return {r["id"]: {k: r.get(k) for k in COMPARED} for r in map(json.loads, path.read_text().splitlines())}
 
 
+def committed_analyzer(run: Path) -> int | None:
+    """The lexical analyzer version a committed run was made with (None: before it was recorded)."""
+    return json.loads((run / "config.json").read_text()).get("lexical_version")
+
+
 def compare(committed: Path, fresh: Path) -> list[str]:
     """Ids whose rows differ, or that the slice has and the committed run lacks."""
     old, new = rows_by_id(committed), rows_by_id(fresh)
@@ -44,12 +50,18 @@ def compare(committed: Path, fresh: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--configs", default="default,rrf,vectors-only,bm25-only,evidence,session-doc",
-                        help="bench configs to re-run (each must have a committed full run)")
+    parser.add_argument("--configs", default="default,fused-only,rrf,vectors-only,bm25-only,second-stage-names-time",
+                        help="bench configs to re-run (each must have a committed full run of today's analyzer)")
     parser.add_argument("--keep", help="write the slices' runs here (default: a temporary folder)")
     parser.add_argument("--full", action="store_true", help="every question of both dev sets, not slices")
     args = parser.parse_args(argv)
     configs = [get_config(name) for name in args.configs.split(",")]
+    stale = [f"{dataset}/{c.name}" for dataset, (_, committed, _) in SLICES.items() for c in configs
+             if committed_analyzer(RESULTS / committed / c.name) != lexical.VERSION and c.channel != "dense"]
+    if stale:
+        print(f"committed runs of an earlier analyzer (lexical version {lexical.VERSION} now), so their BM25 "
+              f"rankings differ by design: {', '.join(stale)}; run them again with `vestige bench` first")
+        return 1
     out_root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="same-rankings-"))
     failed = False
     for dataset, (file, committed, options) in SLICES.items():

@@ -1,6 +1,6 @@
 """Scale benchmark: one app of 100k or 1M chunks, every figure side by side in one run.
 
-    python benchmarks/scale.py --size 100000 [--repeats 5] [--out benchmarks/results/scale_100k.json]
+    python benchmarks/scale.py --size 100000 [--repeats 5] [--out benchmarks/results/scale/NAME/scale_100k.json]
 
 The corpus is real LongMemEval_S text (haystack sessions packed into ~1,100-character chunks,
 sessions repeated under new ids when the data runs out) with synthetic clustered vectors (a
@@ -27,7 +27,7 @@ repeat builds once with that tree and once with this one (in new processes, alte
 load hits both alike), then cold starts with both on the same file:
 
     python benchmarks/scale.py --size 100000 --baseline /tmp/old/src --repeats 3 \
-        --out benchmarks/results/scale_100k_bulk.json
+        --out benchmarks/results/scale/NAME/scale_100k_bulk.json
 """
 
 from __future__ import annotations

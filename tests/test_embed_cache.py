@@ -15,7 +15,7 @@ class Counting:
         self.model_id, self.dim = self.inner.model_id, self.inner.dim
         self.texts: list[str] = []
 
-    def embed(self, texts, progress=None):
+    def embed_passages(self, texts, progress=None):
         self.texts += list(texts)
         return self.inner.embed(texts, progress)
 

@@ -31,7 +31,7 @@ def test_floor_auto_takes_the_embedders_calibrated_value(tmp_path) -> None:
 
 
 def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question() -> None:
-    folder = ROOT / "benchmarks" / "floor_calibration"
+    folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     script = _floor_script()
     assert script.check(folder) == 0
     rows = [json.loads(line) for line in open(folder / "rows.jsonl")]
@@ -43,7 +43,7 @@ def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question
 
 
 def test_check_fails_when_a_cell_is_edited(tmp_path) -> None:
-    folder = ROOT / "benchmarks" / "floor_calibration"
+    folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     (tmp_path / "rows.jsonl").write_text((folder / "rows.jsonl").read_text())
     summary = (folder / "summary.md").read_text()
     (tmp_path / "summary.md").write_text(summary.replace("0/1421", "1/1421", 1))
@@ -54,7 +54,7 @@ def test_two_signal_floor_study_rederives_from_the_rows():
     """The committed cross-validation of the two-signal floor (not adopted: it loses legitimate
     questions out of sample) is what the committed calibration rows give."""
     module = _cv_script()
-    committed = json.loads((ROOT / "benchmarks" / "floor_calibration" / "two_signal_cv.json").read_text())
+    committed = json.loads((ROOT / "benchmarks" / "results" / "floor" / "calibration" / "two_signal_cv.json").read_text())
     result = module.run(module.load())
     assert result == committed
     # What the study says, in the terms BENCHMARKS.md quotes.
@@ -72,7 +72,7 @@ def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_
     from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
 
     module = _cv_script()
-    folder = ROOT / "benchmarks" / "floor_calibration"
+    folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     rows, personal = module.load_evidence(), module.load_evidence(module.PERSONAL_ROWS)
     assert personal and all(r["kind"] == "offtopic_personal" for r in personal)
     result = module.run_evidence(rows, personal)
@@ -91,7 +91,7 @@ def test_impersonal_rewrites_are_the_fixed_sample_and_their_study_rederives():
     not by score), each asked once; the committed study of how each floor treats them is what the
     rows give, and it says why the trusting fit is not shipped (it loses rewrites)."""
     module = _cv_script()
-    folder = ROOT / "benchmarks" / "floor_calibration"
+    folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     rows = module.load_evidence()
     sample = [r["id"] for ds, step in (("longmemeval", 4), ("locomo", 8))
               for r in [r for r in rows if r["kind"] == "legitimate" and r["dataset"] == ds][::step]]
@@ -139,7 +139,7 @@ def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> No
         pytest.skip("no LoCoMo dev data")
     from vestige.bench.data import load_locomo
 
-    folder = ROOT / "benchmarks" / "floor_calibration"
+    folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     rows = [json.loads(line) for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")
             for line in open(folder / name)]
     assert all(r["personal_signal"] == script.PERSONAL_SIGNAL for r in rows)

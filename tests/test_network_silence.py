@@ -62,7 +62,8 @@ SESSIONS = [
 INT8_SCAN = """
 import sys
 import numpy as np
-from vestige.store.base import IndexedChunk, Item, open_store
+from vestige.store import open_store
+from vestige.store.base import IndexedChunk, Item
 from vestige.types import Chunk, Message
 from vestige.vectors import ExactDenseIndex, int8_scan
 store = open_store(sys.argv[1])

@@ -31,7 +31,7 @@ from vestige import health, lexical  # noqa: E402
 from vestige.errors import DatabaseNotFound, NotADatabase, NotFound, SchemaError, StoreError  # noqa: E402
 from vestige.ingest import locomo_sessions  # noqa: E402
 from vestige.memory import Memory  # noqa: E402
-from vestige.store.base import open_store  # noqa: E402
+from vestige.store import open_store  # noqa: E402
 from vestige.store.postgres import PostgresStore  # noqa: E402
 from vestige.store.postgres.connection import redact  # noqa: E402
 from vestige.store.postgres.text import from_db, to_db  # noqa: E402

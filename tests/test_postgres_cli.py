@@ -33,7 +33,7 @@ from test_server_support import VESTIGE, free_port, vestige_env, wait_for_http  
 from vestige.cli import main  # noqa: E402
 from vestige.errors import ConfigError  # noqa: E402
 from vestige.memory import Memory  # noqa: E402
-from vestige.store.base import open_store  # noqa: E402
+from vestige.store import open_store  # noqa: E402
 from vestige.store.postgres import PostgresStore  # noqa: E402
 from vestige.store.postgres.connection import url_options  # noqa: E402
 

@@ -18,7 +18,7 @@ def test_the_second_search_reads_the_query_moved_toward_the_first_hits(monkeypat
 
     def spy(channels, app, query, k, settings, *rest):
         results = real(channels, app, query, k, settings, *rest)
-        seen.append((channels.embedder.embed([query])[0].copy(), [h.chunk_id for h in results]))
+        seen.append((channels.embedder.embed_query([query])[0].copy(), [h.chunk_id for h in results]))
         return results
 
     monkeypatch.setattr(script, "_plain_search", spy)

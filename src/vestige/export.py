@@ -13,13 +13,20 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .context import format_date
 from .errors import InvalidInput
 
-if TYPE_CHECKING:
-    from .memory import Memory
+
+class Memory(Protocol):
+    """What export reads of ``vestige.memory.Memory`` (named here, not imported: ``Memory.export``
+    imports this module)."""
+
+    def list(self, *, app: str, kind: str, limit: int, offset: int, newest_first: bool) -> Any: ...
+
+    def get(self, item_id: str, *, app: str, kind: str) -> dict[str, Any]: ...
+
 
 FORMATS = ("jsonl", "markdown")
 PAGE = 500

@@ -26,8 +26,8 @@ from . import lexical
 from .embed.base import dequantize, quantize
 from .lexical import bm25
 from .memory import Memory
-from .store.base import LexicalUnavailable, open_store
-from .store.sqlite.connection import PAGE_SIZE
+from .store.base import LexicalUnavailable
+from .store.open import open_store
 from .vectors import exact, int8_scan
 
 PROBE_TEXT = "vestige health probe: the quartz lighthouse keeper feeds seventeen herons"
@@ -205,11 +205,10 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
     """
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
-    page_size = getattr(memory.store, "page_size", None)  # SQLite files only
-    pages = page_size() if callable(page_size) and memory.store.size_bytes() is not None else PAGE_SIZE
-    if pages < PAGE_SIZE:
+    pages, compacted = memory.store.page_size(), memory.store.compacted_page_size()
+    if pages and compacted and pages < compacted and memory.store.size_bytes() is not None:
         report.add(True, f"database pages of {pages} bytes, as earlier versions wrote them: `vestige compact` "
-                         f"rewrites the file in {PAGE_SIZE}-byte pages (smaller, faster to search; it needs "
+                         f"rewrites the file in {compacted}-byte pages (smaller, faster to search; it needs "
                          "the file to itself)")
     unknown = getattr(memory.store, "unknown_schema_objects", None)  # SQLite files only
     if callable(unknown):

@@ -28,7 +28,8 @@ from .read.cut import CutParams
 from .read.floor import Floor
 from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search
 from .rerank import Reranker, get_reranker
-from .store.base import KINDS, Conflict, IndexedChunk, Item, Store, open_store
+from .store.base import KINDS, Conflict, IndexedChunk, Item, Store
+from .store.open import open_store
 from .types import Chunk, Message
 from .vectors import DenseIndex, ExactDenseIndex, dense_index
 from .write.chunk import chunk_session
@@ -273,7 +274,7 @@ class Memory:
             return np.zeros((0, self.embedder.dim), np.int8)
         if self.cache is not None:
             return self.cache.embed_int8(self.embedder, texts, progress)
-        return quantize(self.embedder.embed(texts, progress))
+        return quantize(self.embedder.embed_passages(texts, progress))
 
     def _index(self, chunks: list[Chunk], vectors: np.ndarray) -> list[IndexedChunk]:
         """Pair chunks with their vectors (given for the dense chunks only, in order) and terms."""

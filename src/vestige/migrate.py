@@ -55,8 +55,9 @@ from .embed.base import dequantize
 from .errors import ConfigError, VestigeError
 from .lexical import LexicalChannel
 from .store.base import (
-    KINDS, AppCounts, IndexedChunk, Item, ItemVersion, KeyRecord, LexicalUnavailable, Store, StoredChunk, open_store,
+    KINDS, AppCounts, IndexedChunk, Item, ItemVersion, KeyRecord, LexicalUnavailable, Store, StoredChunk,
 )
+from .store.open import open_store
 from .vectors import ExactDenseIndex
 
 #: What the store records about how it was built (``Memory`` claims these).

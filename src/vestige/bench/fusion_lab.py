@@ -102,14 +102,14 @@ def rrf_chunks(pool: Pool, params: dict) -> np.ndarray:
     return session_max(pool, 1.0 / (k + d) + 1.0 / (k + lex))
 
 
-def _tmm_dense(cosine: np.ndarray) -> np.ndarray:
+def tmm_dense(cosine: np.ndarray) -> np.ndarray:
     """Theoretical min-max: (cos - (-1)) / (best - (-1)); no vector scores 0."""
     best = np.nanmax(cosine) if np.any(~np.isnan(cosine)) else 1.0
     span = max(best - COSINE_FLOOR, 1e-9)
     return np.where(np.isnan(cosine), 0.0, (cosine - COSINE_FLOOR) / span)
 
 
-def _tmm_lexical(bm25: np.ndarray) -> np.ndarray:
+def tmm_lexical(bm25: np.ndarray) -> np.ndarray:
     """Theoretical min-max: BM25 >= 0, so bm25 / best."""
     best = bm25.max() if len(bm25) else 0.0
     return bm25 / best if best > 0 else np.zeros_like(bm25)
@@ -118,7 +118,7 @@ def _tmm_lexical(bm25: np.ndarray) -> np.ndarray:
 def convex_chunks(pool: Pool, params: dict) -> np.ndarray:
     """alpha * dense + (1 - alpha) * lexical, both theoretically min-max normalised, per chunk."""
     a = params["alpha"]
-    return session_max(pool, a * _tmm_dense(pool.cosine) + (1 - a) * _tmm_lexical(pool.bm25))
+    return session_max(pool, a * tmm_dense(pool.cosine) + (1 - a) * tmm_lexical(pool.bm25))
 
 
 def convex_sessions(pool: Pool, params: dict) -> np.ndarray:
@@ -545,8 +545,8 @@ def _z(x: np.ndarray) -> np.ndarray:
 
 def session_features(pool: Pool) -> np.ndarray:
     """(n_sessions, len(FEATURES)): every feature is normalised within the question."""
-    dn = _tmm_dense(pool.cosine)
-    ln = _tmm_lexical(pool.bm25)
+    dn = tmm_dense(pool.cosine)
+    ln = tmm_lexical(pool.bm25)
     sd, sl = session_max(pool, dn), session_max(pool, ln)
     sd, sl = np.where(np.isinf(sd), 0.0, sd), np.where(np.isinf(sl), 0.0, sl)
     rank_d = np.empty(pool.n_sessions)

@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import lexical, settings
 from .configs import get_config
+from ..embed import Embedder
 from .runner import APP, LOADERS, DEFAULT_CACHE, Runner
 
 ALL = 10_000  # deeper than any haystack: each channel returns every chunk it scores
@@ -32,19 +33,20 @@ ALL = 10_000  # deeper than any haystack: each channel returns every chunk it sc
 
 def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = "split",
                 limit: int | None = None, stride: int | None = None, cache_path: str | Path | None = DEFAULT_CACHE,
-                threads: int | None = None, progress: bool = True,
+                threads: int | None = None, progress: bool = True, embedder: str | Embedder = settings.EMBEDDER,
                 bm25: Sequence[tuple[float, float]] = ((settings.BM25_K1, settings.BM25_B),)) -> int:
     """Write the pools of every question of ``data`` to ``out`` (.jsonl.gz); returns the row count.
 
     ``bm25``: the (k1, b) pairs to score BM25 with, one column each; the search runs with the
-    first, the others re-score the same index (one index build per haystack for them all)."""
+    first, the others re-score the same index (one index build per haystack for them all).
+    ``embedder``: a spec or an ``Embedder`` (an exploration's vectors)."""
     from tqdm import tqdm
 
     params = [(float(k1), float(b)) for k1, b in bm25]
     if not params:
         raise ValueError("bm25 needs at least one (k1, b)")
     config = replace(get_config("default"), view=view, depth=ALL, chunks_asked=ALL)
-    runner = Runner(config, settings.EMBEDDER, cache_path, progress, threads)
+    runner = Runner(config, embedder, cache_path, progress, threads)
     haystacks = LOADERS[dataset](str(data), limit, stride)
     prepared = runner._prepare(haystacks)
     runner._embed_missing(prepared)

@@ -31,7 +31,20 @@ def write_run(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> di
     (out / "summary.json").write_text(_dump(summary), encoding="utf-8")
     (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
     plot(summary, out / PLOT)
+    write_manifest(out, meta)
     return summary
+
+
+RUN_FILES = ["rows.jsonl", "config.json", "summary.json", "summary.md", PLOT]
+
+
+def write_manifest(out: Path, meta: dict[str, Any]) -> None:
+    """``manifest.json``: what every result folder of the lab holds (benchmarks/README.md): the
+    command that wrote it and the code it ran, here read from the run's config."""
+    manifest = {"kind": "bench-run", "what": meta["description"], "command": meta["command"],
+                "commit": str(meta["code_version"]).removeprefix("git:"), "files": RUN_FILES,
+                "check": f"vestige bench verify {out}"}
+    (out / "manifest.json").write_text(_dump(manifest), encoding="utf-8")
 
 
 def plot(summary: dict[str, Any], path: Path) -> None:
@@ -126,8 +139,15 @@ def find_runs(paths: list[Path]) -> list[Path]:
         if (p / "rows.jsonl").exists():
             runs.append(p)
         elif p.is_dir():
-            runs += sorted(q.parent for q in p.rglob("rows.jsonl"))
+            runs += sorted(q.parent for q in p.rglob("rows.jsonl") if _bench_run(q.parent))
     return runs
+
+
+def _bench_run(folder: Path) -> bool:
+    """Whether a folder holding rows.jsonl is a bench run: not when its manifest says it holds
+    another tool's rows (the floor calibration's, checked by its own script)."""
+    manifest = folder / "manifest.json"
+    return not manifest.exists() or json.loads(manifest.read_text(encoding="utf-8")).get("kind") == "bench-run"
 
 
 # -- compare ----------------------------------------------------------------------------------

@@ -474,13 +474,14 @@ def run_benchmarks(
     *,
     limit: int | None = None,
     stride: int | None = None,
-    embedder: str = settings.EMBEDDER,
+    embedder: str | Embedder = settings.EMBEDDER,
     cache_path: str | Path | None = DEFAULT_CACHE,
     progress: bool = True,
     threads: int | None = None,
 ) -> list[dict[str, Any]]:
     """Run configs over one file in one process (sharing chunking and index builds); one run
-    folder per config."""
+    folder per config. ``embedder``: a spec (``vestige bench --embedder``) or an ``Embedder``
+    (an exploration's model: its ``embed_passages`` and ``embed_query`` are what the lab calls)."""
     import numpy
     from importlib.metadata import version as package_version  # importing onnxruntime starts its telemetry
 
@@ -514,7 +515,7 @@ def run_benchmarks(
             "config_name": config.name,
             "description": config.description,
             "config": config.to_dict(),
-            "embedder": embedder,
+            "embedder": embedder if isinstance(embedder, str) else runner.embedder.model_id,
             "model_id": runner.embedder.model_id,
             "dim": runner.embedder.dim,
             "window_tokens": runner.embedder.window,
@@ -538,7 +539,7 @@ def run_benchmarks(
             "command": " ".join(
                 ["vestige bench", dataset, "--data", str(data), "--config", config.name, "--out", str(out)]
                 + (["--limit", str(limit)] if limit else []) + (["--stride", str(stride)] if stride else [])
-                + (["--embedder", embedder] if embedder != settings.EMBEDDER else [])
+                + (["--embedder", embedder] if isinstance(embedder, str) and embedder != settings.EMBEDDER else [])
             ),
         }
         summaries.append(write_run(Path(out), all_rows[config.name], meta))

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..errors import ConfigError
 from .options import db_location, db_option, fail_cleanly
 
 
@@ -49,9 +48,10 @@ def restore(src: str, db: str | None, force: bool) -> None:
     existing one (only with --force) is overwritten through SQLite's backup API, so a server
     that holds it open sees the restored data as one commit.
     """
-    from ..store.sqlite.backup import restore_database
+    from ..store.open import store_class
 
-    report = restore_database(src, _sqlite_file(db_location(db)), force=force)
+    backend, location = store_class(db_location(db))
+    report = backend.restore(src, location, force=force)
     apps = ", ".join(report.apps) or "none"
     click.echo(f"restored {src} into {report.target}: {report.bytes} bytes, apps: {apps} ({report.method})")
 
@@ -67,24 +67,14 @@ def compact(db: str | None) -> None:
     kept. It needs the file to itself: with another program holding it open it changes
     nothing and says so. It needs free disk for a full copy of the file while it runs.
     """
-    from ..store.sqlite.compact import compact_database
+    from ..store.open import store_class
 
-    location = _sqlite_file(db_location(db), "compact")
+    backend, location = store_class(db_location(db))
     start = time.perf_counter()
-    report = compact_database(location)
+    report = backend.compact(location)
     elapsed = time.perf_counter() - start
     click.echo(f"compacted {report.path}: {report.bytes_before} -> {report.bytes_after} bytes, pages of "
                f"{report.page_size_before} -> {report.page_size_after} bytes, in {elapsed:.2f}s (integrity ok)")
-
-
-def _sqlite_file(location: str, command: str = "restore") -> str:
-    """The file a --db location names (a path or sqlite:///PATH, as open_store reads them)."""
-    scheme, sep, rest = location.partition("://")
-    if (sep and scheme != "sqlite") or location == ":memory:":
-        what = {"restore": "puts a backup in place of", "compact": "rewrites"}[command]
-        raise ConfigError(f"vestige {command} {what} a SQLite file, not {location!r}; "
-                          f"{command} other stores with their own tools")
-    return (rest[1:] if rest.startswith("/") else rest) if sep else location
 
 
 commands = (backup, restore, compact)

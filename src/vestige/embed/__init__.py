@@ -1,12 +1,14 @@
 """Embedding backends behind one interface; ``get_embedder`` resolves a spec string.
 
 Specs: ``minilm`` (default, int8 ONNX, offline), ``hash`` or ``hash:DIM`` (tests only),
-``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra).
+``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra); any name
+registered in ``EMBEDDERS`` (docs/extending.md).
 """
 
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..registry import Registry
 from .base import Embedder, dequantize, normalise, quantize
 
 DEFAULT_EMBEDDER = "minilm"
@@ -26,29 +28,45 @@ def spec_for_model_id(model_id: str) -> str | None:
     return None
 
 
+def _minilm(spec: str) -> Embedder:
+    if spec != "minilm":
+        raise ConfigError(f"the minilm embedder takes no argument, got {spec!r}")
+    from .onnx_minilm import MiniLMOnnxEmbedder
+
+    return MiniLMOnnxEmbedder()
+
+
+def _hash(spec: str) -> Embedder:
+    from .hashing import HashEmbedder
+
+    size = spec.split(":", 1)[1] if ":" in spec else "64"
+    if not size.isdigit() or not 2 <= int(size) <= 4096:
+        raise ConfigError(f"hash embedder dimension must be an integer from 2 to 4096, got {size!r}")
+    return HashEmbedder(dim=int(size))
+
+
+def _sentence_transformers(spec: str) -> Embedder:
+    if not spec.startswith("st:") or not spec[3:]:
+        raise ConfigError(f"a sentence-transformers embedder is 'st:NAME_OR_PATH', got {spec!r}")
+    from .sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(spec[3:])
+
+
+#: Embedders by spec name (vestige.registry; docs/extending.md): ``EMBEDDERS.register(name, factory)``.
+EMBEDDERS: Registry[Embedder] = Registry("embedder")
+EMBEDDERS.register("minilm", _minilm)
+EMBEDDERS.register("hash", _hash)
+EMBEDDERS.register("st", _sentence_transformers)
+
+
 def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     """Build (once per process) the embedder a spec names."""
     if spec in _cache:
         return _cache[spec]
-    if spec == "minilm":
-        from .onnx_minilm import MiniLMOnnxEmbedder
-
-        embedder: Embedder = MiniLMOnnxEmbedder()
-    elif spec == "hash" or spec.startswith("hash:"):
-        from .hashing import HashEmbedder
-
-        size = spec.split(":", 1)[1] if ":" in spec else "64"
-        if not size.isdigit() or not 2 <= int(size) <= 4096:
-            raise ConfigError(f"hash embedder dimension must be an integer from 2 to 4096, got {size!r}")
-        embedder = HashEmbedder(dim=int(size))
-    elif spec.startswith("st:"):
-        from .sentence_transformers import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(spec[3:])
-    else:
-        raise ConfigError(f"unknown embedder {spec!r}; use 'minilm', 'hash[:DIM]' or 'st:NAME_OR_PATH'")
+    embedder = EMBEDDERS.build(spec)
     _cache[spec] = embedder
     return embedder
 
 
-__all__ = ["Embedder", "get_embedder", "normalise", "quantize", "dequantize", "DEFAULT_EMBEDDER", "spec_for_model_id"]
+__all__ = ["EMBEDDERS", "Embedder", "get_embedder", "normalise", "quantize", "dequantize", "DEFAULT_EMBEDDER", "spec_for_model_id"]

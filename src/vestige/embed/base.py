@@ -106,6 +106,20 @@ class Embedder(ABC):
         np.add.at(out, np.asarray(owners), piece_vecs * np.asarray(weights, np.float32)[:, None])
         return normalise(out)
 
+    # An asymmetric model (e5: "passage: " and "query: " prefixes) embeds what is stored and what
+    # is asked differently: it overrides these two. The library calls them, never ``embed``.
+
+    def embed_passages(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """Vectors of what is stored and searched (chunks); by default ``embed``."""
+        return self.embed(texts, progress)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of one search's query texts (the question, and with its previous turn); by
+        default ``embed``."""
+        return self.embed(texts)
+
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

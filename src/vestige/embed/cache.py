@@ -59,7 +59,7 @@ class EmbeddingCache:
             for k in keys:
                 if k in counts:
                     counts[k] += 1
-            vectors = quantize(embedder.embed([missing[k] for k in miss_keys]))
+            vectors = quantize(embedder.embed_passages([missing[k] for k in miss_keys]))
             rows = [(k, v.tobytes()) for k, v in zip(miss_keys, vectors)]
             with self._lock:
                 self._conn.execute("BEGIN IMMEDIATE")

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInput
 from ..write.validate import SessionInput
+from .reader import parse_json_records, read_text
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -37,22 +38,6 @@ _FIRST_CHARACTER = re.compile(r"\S")
 
 
 # -- reading ---------------------------------------------------------------------------------------
-
-
-def read_text(path: str | Path) -> str:
-    """The file as text (gunzipped, UTF-8, a BOM dropped): ``vestige.ingest.read_text``."""
-    from ..ingest import read_text as read
-
-    return read(path)
-
-
-def parse_json_records(text: str, name: str | Path) -> list[Any]:
-    """A JSON document as a list of records (a list, the list under ``"sessions"``, or one
-    object), or JSONL as one record per non-empty line; InvalidInput names the line. The one
-    JSON reader is ``vestige.ingest.parse_json_records`` (imported here when first used)."""
-    from ..ingest import parse_json_records as parse
-
-    return parse(text, name)
 
 
 class Source:

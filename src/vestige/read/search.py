@@ -223,7 +223,7 @@ def read_channels(search: Search) -> None:
     """Both channels rank the question: the lexical one starts first, in its worker thread, and
     runs while the dense one does."""
     channels, question, settings = search.channels, search.question, search.settings
-    query_vectors = channels.embedder.embed(question.texts)
+    query_vectors = channels.embedder.embed_query(question.texts)
     if settings.lexical:
         search.lexical_job = channels.lexical.submit(search.app, question.terms, search.depth, settings.k1,
                                                      settings.b, allowed=channels.allowed)

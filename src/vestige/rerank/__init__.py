@@ -3,13 +3,43 @@
 Specs: ``none``; ``evidence`` (the model-free second stage: names and time spans), or
 ``evidence:names,time,recency`` to choose its signals;
 ``cross-encoder:PATH_OR_NAME`` (needs the ``[st]`` extra; loads lazily and falls back to the
-fused order if it cannot load).
+fused order if it cannot load); any name registered in ``RERANKERS`` (docs/extending.md).
 """
 
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..registry import Registry
 from .base import LazyReranker, Reranker
+
+
+def _evidence(spec: str) -> Reranker:
+    from .evidence import DEFAULT_SIGNALS, SIGNALS, EvidenceReranker
+
+    signals = tuple(spec.split(":", 1)[1].split(",")) if ":" in spec else DEFAULT_SIGNALS
+    unknown = set(signals) - set(SIGNALS)
+    if unknown:
+        raise ConfigError(f"unknown evidence signals {sorted(unknown)}; use some of {', '.join(SIGNALS)}")
+    return EvidenceReranker(signals=signals)
+
+
+def _cross_encoder(spec: str) -> Reranker:
+    model = spec.split(":", 1)[1] if ":" in spec else ""
+    if not model:
+        raise ConfigError("cross-encoder needs a model: 'cross-encoder:PATH_OR_NAME'")
+
+    def load() -> Reranker:
+        from .cross_encoder import CrossEncoderReranker
+
+        return CrossEncoderReranker(model)
+
+    return LazyReranker(load, name="cross-encoder")
+
+
+#: Second stages by spec name (vestige.registry; docs/extending.md): ``RERANKERS.register(name, factory)``.
+RERANKERS: Registry[Reranker] = Registry("reranker")
+RERANKERS.register("evidence", _evidence)
+RERANKERS.register("cross-encoder", _cross_encoder)
 
 
 def get_reranker(spec: str | None) -> Reranker | None:
@@ -17,24 +47,7 @@ def get_reranker(spec: str | None) -> Reranker | None:
         return None
     if not isinstance(spec, str):
         raise ConfigError(f"reranker must be a spec string or a Reranker, got {type(spec).__name__}")
-    if spec == "evidence" or spec.startswith("evidence:"):
-        from .evidence import DEFAULT_SIGNALS, SIGNALS, EvidenceReranker
-
-        signals = tuple(spec.split(":", 1)[1].split(",")) if ":" in spec else DEFAULT_SIGNALS
-        unknown = set(signals) - set(SIGNALS)
-        if unknown:
-            raise ConfigError(f"unknown evidence signals {sorted(unknown)}; use some of {', '.join(SIGNALS)}")
-        return EvidenceReranker(signals=signals)
-    if spec.startswith("cross-encoder:"):
-        model = spec.split(":", 1)[1]
-
-        def load() -> Reranker:
-            from .cross_encoder import CrossEncoderReranker
-
-            return CrossEncoderReranker(model)
-
-        return LazyReranker(load, name="cross-encoder")
-    raise ConfigError(f"unknown reranker {spec!r}; use 'none', 'evidence' or 'cross-encoder:PATH_OR_NAME'")
+    return RERANKERS.build(spec)
 
 
-__all__ = ["Reranker", "LazyReranker", "get_reranker"]
+__all__ = ["RERANKERS", "Reranker", "LazyReranker", "get_reranker"]

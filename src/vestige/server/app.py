@@ -537,7 +537,7 @@ def create_app(
     def for_clients(message: str) -> str:
         """A server-side failure as a client may read it: where the database lives (a path, a
         host) is the operator's business, and stays in the server log."""
-        location = str(getattr(memory.store, "location", "") or "")
+        location = str(memory.store.location or "")
         return message.replace(location, "the database") if location else message
 
     @api.exception_handler(VestigeError)

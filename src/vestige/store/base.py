@@ -21,13 +21,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 from ..errors import ConfigError, NotFound
 from ..types import Chunk, Message
+
+if TYPE_CHECKING:
+    from ..vectors.base import DenseIndex
 
 KINDS: tuple[str, ...] = ("session", "fact")
 
@@ -414,30 +418,41 @@ class Store(ABC):
             "has no backup; copy its data with its own tools"
         )
 
+    # -- optional capabilities: a default here, overridden by the backends that have them -----
+    # Callers ask these; they never probe a store for attributes (tests/test_layout.py).
+
+    def native_dense_index(self, mode: str) -> DenseIndex | None:
+        """A dense index the backend runs itself for ``dense=mode`` ("hnsw" or "auto"; PostgreSQL:
+        pgvector's HNSW index in the database), or None: the process keeps its own."""
+        return None
+
+    def index_directory(self) -> Path | None:
+        """Where indexes derived from this store persist beside it (SQLite: ``<file>.hnsw/``), or
+        None: they are held in memory only."""
+        return None
+
+    def page_size(self) -> int | None:
+        """Bytes per page of the store's file, or None where the backend has no such pages."""
+        return None
+
+    def compacted_page_size(self) -> int | None:
+        """The page size ``compact`` rewrites the store in, or None when it cannot be compacted."""
+        return None
+
+    @classmethod
+    def restore(cls, src: str, location: str, *, force: bool = False) -> Any:
+        """Put the backup file ``src`` in place of the store at ``location`` (``force``: over an
+        existing one); returns a report with ``target``, ``bytes``, ``apps`` and ``method``."""
+        raise ConfigError(f"vestige restore puts a backup in place of a SQLite file, not {location!r}; "
+                          f"restore {cls.__name__} with its own tools")
+
+    @classmethod
+    def compact(cls, location: str) -> Any:
+        """Rewrite the store at ``location`` whole, giving back freed space; returns a report with
+        ``path``, ``bytes_before``, ``bytes_after``, ``page_size_before`` and ``page_size_after``."""
+        raise ConfigError(f"vestige compact rewrites a SQLite file, not {location!r}; "
+                          f"compact {cls.__name__} with its own tools")
+
 
 class Conflict(Exception):
     """An item changed between the caller's read and its write (see ``Store.put_items``)."""
-
-
-def open_store(location: "str | Store | Any", *, create: bool = True, **options: Any) -> Store:
-    """The store a location names: a ``Store`` as is; ``:memory:``; a file path or
-    ``sqlite:///path``; ``postgresql://...`` or ``postgres://...``. ``create=False`` refuses a
-    database that does not exist yet (``DatabaseNotFound``) instead of creating it. ``options``
-    go to the backend: ``PostgresStore``'s pool (``max_size``, ``min_size``, ``timeout``) and
-    ``lock_timeout``, ``SQLiteStore``'s ``busy_timeout_ms``."""
-    if isinstance(location, Store):
-        return location
-    text = str(location)
-    scheme, sep, rest = text.partition("://")
-    if sep and scheme in ("postgresql", "postgres"):
-        # PostgreSQL + pgvector (the ``postgres`` extra; MissingDependency names it when absent).
-        from .postgres import PostgresStore
-
-        return PostgresStore(text, create=create, **options)
-    if sep and scheme != "sqlite":
-        raise ConfigError(f"unknown store URL scheme {scheme!r}; use a file path, ':memory:' or sqlite:///PATH")
-    from .sqlite import SQLiteStore
-
-    # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
-    path = (rest[1:] if rest.startswith("/") else rest) if sep else text
-    return SQLiteStore(path, create=create, **options)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import ConfigError
 from .base import DenseIndex
 from .exact import ExactDenseIndex
@@ -24,16 +22,11 @@ def dense_index(store, mode: str = "auto") -> DenseIndex:
         raise ConfigError(f"dense must be one of {', '.join(DENSE_MODES)}, got {mode!r}")
     if mode == "exact":
         return ExactDenseIndex(store)
-    if hasattr(store, "hnsw_candidates"):  # PostgreSQL: pgvector's HNSW index, in the database
-        from ..store.postgres.dense import CROSSOVER, PgvectorDenseIndex
-
-        return PgvectorDenseIndex(store, min_vectors=CROSSOVER if mode == "auto" else 0)
+    native = store.native_dense_index(mode)  # PostgreSQL: pgvector's HNSW index, in the database
+    if native is not None:
+        return native
     from . import hnsw
 
     if mode == "auto" and not hnsw.available():
         return ExactDenseIndex(store)
-    path = getattr(store, "path", None)
-    directory = None
-    if isinstance(path, str) and path and path != ":memory:" and not path.startswith("file:"):
-        directory = Path(f"{path}.hnsw")
-    return hnsw.HnswDenseIndex(store, directory, min_vectors=hnsw.CROSSOVER if mode == "auto" else 0)
+    return hnsw.HnswDenseIndex(store, store.index_directory(), min_vectors=hnsw.CROSSOVER if mode == "auto" else 0)

@@ -221,6 +221,15 @@ class HnswDenseIndex(DenseIndex):
 
     # -- state ------------------------------------------------------------------------------
 
+    def set_expansion_search(self, expansion_search: int) -> None:
+        """The walk's breadth (usearch's ``expansion_search``) for every graph, the loaded ones
+        too: the speed/recall setting ``benchmarks/hnsw_sweep.py`` varies."""
+        with self._lock:
+            self.expansion_search = expansion_search
+            for graph in self._graphs.values():
+                if graph.index is not None:
+                    graph.index.expansion_search = expansion_search
+
     def forget(self, app: str) -> None:
         """The app was deleted: drop its graph, here and on disk (no vector of it is left)."""
         with self._lock:

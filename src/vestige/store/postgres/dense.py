@@ -32,7 +32,7 @@ the exact scan over the app's cached matrix is faster, and exact: it answers ins
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -44,8 +44,24 @@ from ...vectors.exact import ExactDenseIndex, cosines
 if TYPE_CHECKING:
     import psycopg
 
-    from ..base import AppVersion
-    from .store import PostgresStore
+    from ..base import AppVersion, VectorBatch
+
+
+class PostgresStore(Protocol):
+    """What this index reads of ``store.PostgresStore`` (named here, not imported: the store
+    imports this module)."""
+
+    def app_version(self, app: str) -> AppVersion | None: ...
+
+    def read_vectors(self, app: str, after_id: int = 0) -> VectorBatch: ...
+
+    def vector_count(self, app: str) -> tuple[int, int | None]: ...
+
+    def ensure_hnsw(self, dim: int, *, concurrently: bool = True, maintenance_work_mem: str | None = None,
+                    repair: bool = False) -> bool: ...
+
+    def hnsw_candidates(self, app: str, queries: np.ndarray, count: int, *, ef_search: int,
+                        max_scan_tuples: int, iterative: bool = True) -> tuple[np.ndarray, np.ndarray]: ...
 
 #: Apps with fewer vectors are answered by the exact scan (faster there, and exact). Measured
 #: (BENCHMARKS.md, "PostgreSQL at scale"): the warm exact scan still wins at 100k (20 vs 30 ms,

@@ -293,11 +293,20 @@ class PostgresStore(Store):
 
     # -- dense search in SQL (dense.py: pgvector HNSW; not part of the store contract) ----------
 
+    def native_dense_index(self, mode: str) -> dense.PgvectorDenseIndex:
+        """pgvector's HNSW index: ``auto`` for apps of at least ``dense.CROSSOVER`` vectors."""
+        return dense.PgvectorDenseIndex(self, min_vectors=dense.CROSSOVER if mode == "auto" else 0)
+
     def vector_count(self, app: str) -> tuple[int, int | None]:
         """The app's dense vectors and their dimension (None: none, or no such app)."""
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)
             return (0, None) if app_id is None else dense.vector_count(cur, app_id)
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of every table (ANALYZE), as after a bulk load."""
+        with self._db.single() as cur:
+            cur.execute("ANALYZE")
 
     def ensure_hnsw(self, dim: int, *, concurrently: bool = True, maintenance_work_mem: str | None = None,
                     repair: bool = False) -> bool:
@@ -307,10 +316,15 @@ class PostgresStore(Store):
                                      maintenance_work_mem=maintenance_work_mem, repair=repair)
 
     def hnsw_candidates(self, app: str, queries: np.ndarray, count: int, *, ef_search: int,
-                        max_scan_tuples: int, iterative: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """The app's chunks nearest the queries by the HNSW index: ids and int8 vectors."""
+                        max_scan_tuples: int, iterative: bool = True,
+                        index_forced: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The app's chunks nearest the queries by the HNSW index: ids and int8 vectors.
+        ``index_forced``: the planner may not sort the app's rows instead (what a benchmark of
+        the filtered scan itself measures)."""
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         with self._db.snapshot() as cur:
+            if index_forced:
+                cur.execute("SET LOCAL enable_sort = off")
             app_id = self._app_id(cur, app)
             if app_id is None:
                 return np.zeros(0, np.int64), np.zeros((0, queries.shape[1]), np.int8)

@@ -192,8 +192,6 @@ def backup_database(db: Connection, dest: str | os.PathLike[str], *, overwrite: 
 def _verified_copy(src: Path, tmp: Path) -> list[str]:
     """Copy the backup ``src`` into ``tmp`` and prove it is a sound vestige database; returns
     its apps. The backup itself is only read."""
-    from .. import open_store  # the store's own opening checks, on the copy
-
     try:
         source = _connect(src)
         try:
@@ -212,13 +210,13 @@ def _verified_copy(src: Path, tmp: Path) -> list[str]:
         what = "a SQLite database of another program" if tables else "an empty SQLite file"
         raise NotADatabase(f"{src} is not a vestige database ({what})")
     try:
-        store = open_store(str(tmp), create=False)  # refuses a newer schema, migrates an older one
+        db = Connection(str(tmp), create=False, busy_timeout_ms=30_000)  # refuses a newer schema, migrates an older one
     except VestigeError as exc:  # name the backup, not the temporary copy
         raise type(exc)(str(exc).replace(str(tmp), str(src))) from None
     try:
-        apps = store.apps()
+        apps = [r[0] for r in db.read("SELECT name FROM apps ORDER BY name")]
     finally:
-        store.close()
+        db.close()
     conn = _connect(tmp)
     try:
         unknown = unknown_schema_objects(conn)

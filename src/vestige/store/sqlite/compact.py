@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...errors import DatabaseNotFound, NotADatabase, StoreError
 from .backup import integrity
-from .connection import PAGE_SIZE, translate
+from .connection import PAGE_SIZE, Connection, translate
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,12 @@ class CompactReport:
 def compact_database(path: str | os.PathLike[str], page_size: int = PAGE_SIZE) -> CompactReport:
     """Rewrite the vestige database at ``path`` whole, with ``page_size`` pages; nothing changes
     when another connection has it open."""
-    from .. import open_store
-
     file = Path(path).expanduser()
     if not file.exists():
         raise DatabaseNotFound(f"no database at {file}; nothing to compact")
     if file.is_dir():
         raise NotADatabase(f"{file} is a folder, not a vestige database")
-    open_store(str(file), create=False).close()  # a vestige database, migrated to this version
+    Connection(str(file), create=False, busy_timeout_ms=30_000).close()  # a vestige database, migrated to this version
     before = _bytes(file)
     try:
         conn = sqlite3.connect(str(file), isolation_level=None, timeout=1.0)

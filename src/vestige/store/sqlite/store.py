@@ -37,7 +37,8 @@ from ..base import (
 )
 from . import backup as backups
 from . import keys, postings, records, vectors
-from .connection import Connection, unknown_schema_objects
+from .compact import CompactReport, compact_database
+from .connection import PAGE_SIZE, Connection, unknown_schema_objects
 
 
 class SQLiteStore(Store):
@@ -397,6 +398,30 @@ class SQLiteStore(Store):
         """Tables, indexes, triggers or views in the file that vestige did not create."""
         with self._db.snapshot() as cur:
             return unknown_schema_objects(cur.connection)
+
+    def compacted_page_size(self) -> int | None:
+        """What ``vestige compact`` rewrites a file in (``connection.PAGE_SIZE``); None in memory."""
+        return None if self._db.in_memory else PAGE_SIZE
+
+    def index_directory(self) -> Path | None:
+        """``<file>.hnsw/``, beside the database file (None in memory, or for a ``file:`` URI)."""
+        if self._db.in_memory or not self.path or self.path.startswith("file:"):
+            return None
+        return Path(f"{self.path}.hnsw")
+
+    @classmethod
+    def restore(cls, src: str, location: str, *, force: bool = False) -> backups.RestoreReport:
+        """See ``vestige.store.sqlite.backup.restore_database``."""
+        if location == ":memory:":
+            return super().restore(src, location, force=force)
+        return backups.restore_database(src, location, force=force)
+
+    @classmethod
+    def compact(cls, location: str) -> CompactReport:
+        """See ``vestige.store.sqlite.compact``."""
+        if location == ":memory:":
+            return super().compact(location)
+        return compact_database(location)
 
     def size_bytes(self) -> int | None:
         if self._db.in_memory or not Path(self.path).exists():
