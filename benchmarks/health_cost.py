@@ -6,7 +6,7 @@ For each size: an app of that many facts (hash embedder, 64-d, so building is ch
 built and persisted (``dense="hnsw"``), then ``/health`` called through the ASGI app ``--calls``
 times (the first call not counted: it maps the graph) and ``health.check`` (doctor) once.
 
-    PYTHONPATH=src python benchmarks/health_cost.py --sizes 10000 100000 --out benchmarks/results/health_cost.json
+    PYTHONPATH=src python benchmarks/health_cost.py --sizes 10000 100000 --out benchmarks/results/health/cost_after.json
 """
 
 from __future__ import annotations

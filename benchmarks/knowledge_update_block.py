@@ -3,7 +3,7 @@ the newest evidence session is in the context block and shown as the latest (not
 "earlier than" another entry), today's block against this tree's.
 
     python benchmarks/knowledge_update_block.py [--data ../shared/data/longmemeval_s_dev.json.gz] \
-        [--out benchmarks/results/knowledge_update_block.json]
+        [--out benchmarks/results/context/knowledge_update_block.json]
 
 Each question's haystack is indexed as the lab indexes it (default embedder and plan, embeddings
 from the lab's cache) and asked at its own date. Today's block: chunks, no cut, the 0.65

@@ -1,7 +1,7 @@
 """Query latency of the read path at 100k chunks, today's against this tree's, side by side.
 
     python benchmarks/read_latency.py --baseline /tmp/old/src [--size 100000] [--repeats 5] \
-        [--queries 60] [--out benchmarks/results/read_latency_100k.json]
+        [--queries 60] [--out benchmarks/results/read/latency_100k.json]
 
 The database is scale.py's (real LongMemEval_S text, synthetic clustered vectors, built once
 under --workdir and reused). The baseline tree's package is copied under another name

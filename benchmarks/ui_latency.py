@@ -1,7 +1,7 @@
 """The inspector's latency at 100k chunks: the first page and the Ask page, over real HTTP.
 
     python benchmarks/ui_latency.py [--size 100000] [--repeats 10] [--workdir /tmp/vestige-ui-bench]
-        [--out benchmarks/results/ui_latency_100k.json]
+        [--out benchmarks/results/ui/latency_100k.json]
 
 The store is scale.py's (real LongMemEval_S text packed into ~1,100-character chunks, synthetic
 clustered vectors, one app), built once into the work folder and reused while it has the size

@@ -210,9 +210,8 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
         report.add(True, f"database pages of {pages} bytes, as earlier versions wrote them: `vestige compact` "
                          f"rewrites the file in {compacted}-byte pages (smaller, faster to search; it needs "
                          "the file to itself)")
-    unknown = getattr(memory.store, "unknown_schema_objects", None)  # SQLite files only
-    if callable(unknown):
-        found = unknown()
+    found = memory.store.unknown_schema_objects()  # None: the backend does not check (SQLite does)
+    if found is not None:
         report.add(not found, f"schema objects vestige did not create: {', '.join(found)}" if found
                    else "no schema object vestige did not create")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")

@@ -658,7 +658,7 @@ def out_of_sample(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any
 def paired_report(pools_by_dataset: dict[str, list[Pool]], report: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     """B against A question by question, out of sample: per setting, dataset and target, the
     questions B gained and lost and the sign test's p (NDCG@10: any difference counts)."""
-    from .report import sign_test
+    from .rows import sign_test
 
     qa, qb = (out_of_sample(pools_by_dataset, report["fusions"][n], n) for n in (a, b))
     result: dict[str, Any] = {}

@@ -8,17 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import KS, render_markdown, summarise
+from .rows import read_rows, sign_test  # noqa: F401  (re-exported: callers import them from here)
 
 PLOT = "recall_by_type.png"
 
 
 def _dump(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-
-
-def read_rows(run: Path) -> list[dict[str, Any]]:
-    with open(run / "rows.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def write_run(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
@@ -36,13 +32,15 @@ def write_run(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> di
 
 
 RUN_FILES = ["rows.jsonl", "config.json", "summary.json", "summary.md", PLOT]
+# A context-block run has no plot; it keeps the hits each block was built from, for replaying a cut.
+CONTEXT_RUN_FILES = ["rows.jsonl", "config.json", "summary.json", "summary.md", "candidates.jsonl.gz"]
 
 
-def write_manifest(out: Path, meta: dict[str, Any]) -> None:
+def write_manifest(out: Path, meta: dict[str, Any], files: list[str] = RUN_FILES) -> None:
     """``manifest.json``: what every result folder of the lab holds (benchmarks/README.md): the
     command that wrote it and the code it ran, here read from the run's config."""
     manifest = {"kind": "bench-run", "what": meta["description"], "command": meta["command"],
-                "commit": str(meta["code_version"]).removeprefix("git:"), "files": RUN_FILES,
+                "commit": str(meta["code_version"]).removeprefix("git:"), "files": files,
                 "check": f"vestige bench verify {out}"}
     (out / "manifest.json").write_text(_dump(manifest), encoding="utf-8")
 
@@ -110,8 +108,8 @@ def verify_run(run: Path) -> list[str]:
             problems.append(f"{run}/rows.jsonl row {i}: config {row.get('config')!r}, run is {meta['config_name']!r}")
     context = meta.get("benchmark") == "context"  # a context-block run (vestige.bench.context_bench)
     if context:
-        from . import context_bench
-        derive, render = context_bench.summarise, context_bench.render_markdown
+        from . import context_summary
+        derive, render = context_summary.summarise, context_summary.render_markdown
     else:
         derive, render = summarise, render_markdown
     fresh = derive(rows, meta["dataset"], meta["config_name"])
@@ -153,15 +151,6 @@ def _bench_run(folder: Path) -> bool:
 # -- compare ----------------------------------------------------------------------------------
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """Exact two-sided sign test (= exact McNemar on the discordant pairs); ties dropped."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(0, min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
 def paired(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], metric: str, set_name: str,
            dataset: str) -> dict[str, Any]:
     from .metrics import _members
@@ -195,7 +184,7 @@ def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[s
     """A markdown report of B against A, paired on the questions both answered."""
     meta_a = json.loads((a / "config.json").read_text(encoding="utf-8"))
     if meta_a.get("benchmark") == "context":  # two context-block runs (vestige.bench.context_bench)
-        from .context_bench import compare_context
+        from .context_summary import compare_context
         return compare_context(a, b, set_name)
     meta_b = json.loads((b / "config.json").read_text(encoding="utf-8"))
     dataset = meta_a["dataset"]

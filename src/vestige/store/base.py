@@ -439,6 +439,12 @@ class Store(ABC):
         """The page size ``compact`` rewrites the store in, or None when it cannot be compacted."""
         return None
 
+    def unknown_schema_objects(self) -> list[str] | None:
+        """Tables, indexes, triggers or views the store holds that vestige did not create (a
+        trigger copying deleted text elsewhere would defeat forgetting), or None where the
+        backend does not check."""
+        return None
+
     @classmethod
     def restore(cls, src: str, location: str, *, force: bool = False) -> Any:
         """Put the backup file ``src`` in place of the store at ``location`` (``force``: over an
