@@ -2,8 +2,21 @@
 back, fix and curate it. Server-rendered pages over the same ``Memory`` as every other door:
 ``vestige ui`` (one person's local memory, on 127.0.0.1) and ``/ui`` of ``vestige serve`` (behind
 an API key, showing only its app). Needs the ``server`` extra (Starlette, Jinja2, multipart).
+
+The page modules are imported on first use, so that ``vestige`` (whose CLI registers ``vestige
+ui``) starts without the server extra.
 """
 
-from .app import CSP, PREFIX, create_ui, local_app
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["CSP", "PREFIX", "create_ui", "local_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'vestige.ui' has no attribute {name!r}")
