@@ -66,7 +66,7 @@ class KeyStore:
     def revoke(self, key_or_id: str) -> KeyRecord:
         """Revoke a key given by its numeric id, its shown prefix, or the key itself."""
         value = check_text(str(key_or_id), "the key or key id", max_chars=MAX_LABEL_CHARS).strip()
-        if value.isdigit():
+        if value.isdigit() and value.isascii() and len(value) <= 18:  # a key id that fits SQLite's integer
             found = self.store.find_keys(key_id=int(value))
         elif len(value) > SHOWN_CHARS:
             found = self.store.find_keys(key_hash=hash_key(value))

@@ -92,6 +92,8 @@ class Memory:
         chunker: Chunker | None = None,
         dense: str = "auto",
     ):
+        _check_search_numbers({"depth": depth, "rrf_k": rrf_k, "k1": k1, "b": b, "lexical": lexical_fusion,
+                               "rerank_depth": rerank_depth})
         self.store: Store = open_store(location, create=create)
         try:
             self.embedder, self.plan = self._fix_embedder_and_plan(embedder, plan)
@@ -195,6 +197,7 @@ class Memory:
         other = object.__new__(Memory)
         other.__dict__.update(self.__dict__)
         changes = {fields[k]: v for k, v in options.items() if k in fields}
+        _check_search_numbers(changes)
         if "fusion" in changes:
             changes["fusion"] = check_fusion(changes["fusion"])
         if "dense_weight" in changes:
@@ -204,6 +207,8 @@ class Memory:
         other.settings = replace(self.settings, **changes)
         if "reranker" in options:
             spec = options["reranker"]
+            if not (spec is None or isinstance(spec, str) or callable(getattr(spec, "rerank", None))):
+                raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
             other.reranker = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
         other._owns_store = other._owns_cache = False
         return other
@@ -640,7 +645,7 @@ class Memory:
     def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """A consistent copy of the whole database into the new file ``dest``, while writers run
         (never over an existing file unless ``overwrite``); ``vestige restore`` puts it back."""
-        self.store.backup(os.fspath(dest), overwrite=overwrite)
+        self.store.backup(_check_backup_path(dest), overwrite=overwrite)
 
     def _require_app(self, app: str) -> None:
         if self.store.app_version(app) is None:
@@ -674,3 +679,38 @@ class Memory:
         indexed = self.store.rebuild_lexical(app)
         self.dense.rebuild(app)
         return indexed
+
+
+def _check_search_numbers(values: dict[str, Any]) -> None:
+    """ConfigError for a search option of the wrong type or range (``Memory(...)``, ``derive``),
+    before it reaches numpy as a type error in the middle of a search."""
+    for name, value in values.items():
+        if name == "lexical":
+            if not isinstance(value, bool):
+                raise ConfigError(f"lexical_fusion must be True or False, not {value!r}")
+        elif name in ("depth", "rrf_k", "rerank_depth"):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
+                raise ConfigError(f"{name} must be a whole number from 0 to 1000000, not {value!r}")
+        elif name in ("k1", "b"):
+            top = 100.0 if name == "k1" else 1.0
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= top:
+                raise ConfigError(f"{name} must be a number from 0 to {top:g}, not {value!r}")
+
+
+def _check_backup_path(dest: Any) -> str:
+    """The backup's path as text, or InvalidInput (not a TypeError, ValueError or OSError from deep in SQLite)."""
+    try:
+        path = os.fspath(dest)
+    except TypeError:
+        raise InvalidInput(f"a backup path must be a path, not {type(dest).__name__}") from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if "\x00" in path:
+        raise InvalidInput("a backup path may not contain a NUL character")
+    try:
+        path.encode("utf-8")  # SQLite opens files by their UTF-8 name
+    except UnicodeError:
+        raise InvalidInput(f"the backup path {path!r} is not valid text (UTF-8)") from None
+    if any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)):
+        raise InvalidInput("a backup path's file name is over 255 bytes")
+    return path
