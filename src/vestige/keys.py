@@ -61,6 +61,8 @@ class KeyStore:
             raise KeyForbidden(f"this API key does not grant access to app {app!r}")
 
     def list(self, app: str | None = None, *, include_revoked: bool = False) -> list[KeyRecord]:
+        if app is not None:
+            app = check_app(app)
         return self.store.list_keys(app, include_revoked=include_revoked)
 
     def revoke(self, key_or_id: str) -> KeyRecord:

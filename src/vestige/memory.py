@@ -182,7 +182,9 @@ class Memory:
         if floor is None or isinstance(floor, Floor):
             return floor
         if isinstance(floor, bool) or not isinstance(floor, (int, float)):
-            raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {floor!r}")
+            raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {_describe(floor)}")
+        if not -1.0 <= floor <= 1.0:  # a cosine; also keeps a huge int from overflowing float()
+            raise ConfigError(f"floor must be a cosine from -1 to 1, got {_describe(floor)}")
         return Floor(float(floor))
 
     def derive(self, **options: Any) -> "Memory":
@@ -687,14 +689,21 @@ def _check_search_numbers(values: dict[str, Any]) -> None:
     for name, value in values.items():
         if name == "lexical":
             if not isinstance(value, bool):
-                raise ConfigError(f"lexical_fusion must be True or False, not {value!r}")
+                raise ConfigError(f"lexical_fusion must be True or False, not {type(value).__name__}")
         elif name in ("depth", "rrf_k", "rerank_depth"):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
-                raise ConfigError(f"{name} must be a whole number from 0 to 1000000, not {value!r}")
+                raise ConfigError(f"{name} must be a whole number from 0 to 1000000, not {_describe(value)}")
         elif name in ("k1", "b"):
             top = 100.0 if name == "k1" else 1.0
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= top:
-                raise ConfigError(f"{name} must be a number from 0 to {top:g}, not {value!r}")
+                raise ConfigError(f"{name} must be a number from 0 to {top:g}, not {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    """A short description of a bad value (a 5000-digit int cannot even be printed)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number out of range" if isinstance(value, int) and value.bit_length() > 64 else repr(value)
+    return type(value).__name__
 
 
 def _check_backup_path(dest: Any) -> str:
