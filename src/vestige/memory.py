@@ -8,6 +8,7 @@ on the way in; channels -> fusion -> second stage -> floor -> context on the way
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -181,7 +182,7 @@ class Memory:
             return None if cosine is None else Floor(float(cosine))
         if floor is None or isinstance(floor, Floor):
             return floor
-        if isinstance(floor, bool) or not isinstance(floor, (int, float)):
+        if isinstance(floor, bool) or not isinstance(floor, numbers.Real):
             raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {_describe(floor)}")
         if not -1.0 <= floor <= 1.0:  # a cosine; also keeps a huge int from overflowing float()
             raise ConfigError(f"floor must be a cosine from -1 to 1, got {_describe(floor)}")
@@ -691,11 +692,11 @@ def _check_search_numbers(values: dict[str, Any]) -> None:
             if not isinstance(value, bool):
                 raise ConfigError(f"lexical_fusion must be True or False, not {type(value).__name__}")
         elif name in ("depth", "rrf_k", "rerank_depth"):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= 1_000_000:
                 raise ConfigError(f"{name} must be a whole number from 0 to 1000000, not {_describe(value)}")
         elif name in ("k1", "b"):
             top = 100.0 if name == "k1" else 1.0
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= top:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value <= top:
                 raise ConfigError(f"{name} must be a number from 0 to {top:g}, not {_describe(value)}")
 
 
