@@ -456,3 +456,33 @@ def test_questions_that_name_a_time_never_crash(fuzz, query, now):
     """A question like "what did I say 3000 years ago" is good input: it is answered, whatever `now` is."""
     fuzz.call("search", query, app=APP, k=5, now=now)
     fuzz.call("context", query, app=APP)
+
+
+# -- derive(...) then search, backup, the key store (issue 31 item 8: these were left out) ------
+
+DERIVE_OPTIONS = st.sampled_from(["depth", "fusion", "dense_weight", "rrf_k", "k1", "b", "lexical_fusion",
+                                  "rerank_depth", "floor", "reranker"])
+ANY_VALUE = st.one_of(NUMBERS, TEXT, st.none(), st.booleans(), st.builds(Opaque))
+PATH_TEXT = st.one_of(ANY_TEXT, st.just("x" * 300), st.just("a\x00b"), st.just("\udcff"))
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(option=DERIVE_OPTIONS, value=ANY_VALUE, query=QUERIES)
+def test_derive_then_search_raises_only_vestige_errors(fuzz, option, value, query):
+    try:
+        derived = fuzz.memory.derive(**{option: value})
+        derived.search(query, app=APP, k=3)
+    except VestigeError:
+        pass
+
+
+@settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(name=PATH_TEXT)
+def test_backup_and_keys_raise_only_vestige_errors(fuzz, tmp_path_factory, name):
+    folder = tmp_path_factory.mktemp("backup")
+    for call in (lambda: fuzz.memory.backup(f"{folder}/{name}"), lambda: fuzz.memory.keys.revoke(name),
+                 lambda: fuzz.memory.keys.list(name), lambda: fuzz.memory.keys.check(name, name)):
+        try:
+            call()
+        except VestigeError:
+            pass

@@ -61,12 +61,14 @@ class KeyStore:
             raise KeyForbidden(f"this API key does not grant access to app {app!r}")
 
     def list(self, app: str | None = None, *, include_revoked: bool = False) -> list[KeyRecord]:
+        if app is not None:
+            app = check_app(app)
         return self.store.list_keys(app, include_revoked=include_revoked)
 
     def revoke(self, key_or_id: str) -> KeyRecord:
         """Revoke a key given by its numeric id, its shown prefix, or the key itself."""
         value = check_text(str(key_or_id), "the key or key id", max_chars=MAX_LABEL_CHARS).strip()
-        if value.isdigit():
+        if value.isdigit() and value.isascii() and len(value) <= 18:  # a key id that fits SQLite's integer
             found = self.store.find_keys(key_id=int(value))
         elif len(value) > SHOWN_CHARS:
             found = self.store.find_keys(key_hash=hash_key(value))

@@ -8,6 +8,7 @@ on the way in; channels -> fusion -> second stage -> floor -> context on the way
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -102,6 +103,8 @@ class Memory:
         group: bool = settings.GROUP_BY_MEMORY,
         cut: str | CutParams | None = settings.CUT,
     ):
+        _check_search_numbers({"depth": depth, "rrf_k": rrf_k, "k1": k1, "b": b, "lexical": lexical_fusion,
+                               "rerank_depth": rerank_depth})
         self.store: Store = open_store(location, create=create)
         try:
             self.embedder, self.plan = self._fix_embedder_and_plan(embedder, plan)
@@ -190,8 +193,10 @@ class Memory:
             return None if cosine is None else Floor(float(cosine))
         if floor is None or isinstance(floor, Floor):
             return floor
-        if isinstance(floor, bool) or not isinstance(floor, (int, float)):
-            raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {floor!r}")
+        if isinstance(floor, bool) or not isinstance(floor, numbers.Real):
+            raise ConfigError(f"floor must be a cosine, a Floor, None, 'auto' or 'cosine', got {_describe(floor)}")
+        if not -1.0 <= floor <= 1.0:  # a cosine; also keeps a huge int from overflowing float()
+            raise ConfigError(f"floor must be a cosine from -1 to 1, got {_describe(floor)}")
         return Floor(float(floor))
 
     def _cut(self, cut: str | CutParams | None) -> CutParams | None:
@@ -216,6 +221,7 @@ class Memory:
         other = object.__new__(Memory)
         other.__dict__.update(self.__dict__)
         changes = {fields[k]: v for k, v in options.items() if k in fields}
+        _check_search_numbers(changes)
         if "fusion" in changes:
             changes["fusion"] = check_fusion(changes["fusion"])
         if "dense_weight" in changes:
@@ -229,6 +235,8 @@ class Memory:
         other.settings = replace(self.settings, **changes)
         if "reranker" in options:
             spec = options["reranker"]
+            if not (spec is None or isinstance(spec, str) or callable(getattr(spec, "rerank", None))):
+                raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
             other.reranker = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
         other._owns_store = other._owns_cache = False
         return other
@@ -698,7 +706,7 @@ class Memory:
     def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """A consistent copy of the whole database into the new file ``dest``, while writers run
         (never over an existing file unless ``overwrite``); ``vestige restore`` puts it back."""
-        self.store.backup(os.fspath(dest), overwrite=overwrite)
+        self.store.backup(_check_backup_path(dest), overwrite=overwrite)
 
     def _require_app(self, app: str) -> None:
         if self.store.app_version(app) is None:
@@ -732,3 +740,45 @@ class Memory:
         indexed = self.store.rebuild_lexical(app)
         self.dense.rebuild(app)
         return indexed
+
+
+def _check_search_numbers(values: dict[str, Any]) -> None:
+    """ConfigError for a search option of the wrong type or range (``Memory(...)``, ``derive``),
+    before it reaches numpy as a type error in the middle of a search."""
+    for name, value in values.items():
+        if name == "lexical":
+            if not isinstance(value, bool):
+                raise ConfigError(f"lexical_fusion must be True or False, not {type(value).__name__}")
+        elif name in ("depth", "rrf_k", "rerank_depth"):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= 1_000_000:
+                raise ConfigError(f"{name} must be a whole number from 0 to 1000000, not {_describe(value)}")
+        elif name in ("k1", "b"):
+            top = 100.0 if name == "k1" else 1.0
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value <= top:
+                raise ConfigError(f"{name} must be a number from 0 to {top:g}, not {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    """A short description of a bad value (a 5000-digit int cannot even be printed)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number out of range" if isinstance(value, int) and value.bit_length() > 64 else repr(value)
+    return type(value).__name__
+
+
+def _check_backup_path(dest: Any) -> str:
+    """The backup's path as text, or InvalidInput (not a TypeError, ValueError or OSError from deep in SQLite)."""
+    try:
+        path = os.fspath(dest)
+    except TypeError:
+        raise InvalidInput(f"a backup path must be a path, not {type(dest).__name__}") from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if "\x00" in path:
+        raise InvalidInput("a backup path may not contain a NUL character")
+    try:
+        path.encode("utf-8")  # SQLite opens files by their UTF-8 name
+    except UnicodeError:
+        raise InvalidInput(f"the backup path {path!r} is not valid text (UTF-8)") from None
+    if any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)):
+        raise InvalidInput("a backup path's file name is over 255 bytes")
+    return path

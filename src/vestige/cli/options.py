@@ -41,6 +41,11 @@ def fail_cleanly(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except VestigeError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:  # a path the user gave: too long, a folder, a full disk; one line, no traceback
+            where = f": {exc.filename}" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
+        except UnicodeError as exc:  # an argument that is not valid text (a stray byte from the shell)
+            raise click.ClickException(f"an argument is not valid text: {exc.reason}") from None
 
     return wrapper
 

@@ -422,9 +422,39 @@ except ImportError:  # pragma: no cover - served by another ASGI server: BodyTim
     H11Protocol = None  # type: ignore[assignment,misc]
 
 if H11Protocol is not None:
+    import h11
+
+    def ambiguous_framing(request: "h11.Request") -> str | None:
+        """Why a request's body framing is ambiguous (RFC 9112 section 6.1), or None.
+
+        h11 reads Content-Length + Transfer-Encoding as chunked and keeps the connection open; a
+        proxy in front that reads the Content-Length instead then forwards the bytes after the
+        chunked body as a second request (smuggling). h11 already refuses differing
+        Content-Length values and any coding but chunked."""
+        names = {name for name, _ in request.headers}
+        if b"transfer-encoding" in names and b"content-length" in names:
+            return "a request may not carry both Content-Length and Transfer-Encoding"
+        if b"transfer-encoding" in names and request.http_version == b"1.0":
+            return "Transfer-Encoding is not allowed in an HTTP/1.0 request"
+        return None
+
+    class FramingCheckedConnection(h11.Connection):
+        """h11's server connection that refuses a request whose framing is ambiguous: uvicorn
+        answers the RemoteProtocolError with 400 and closes the connection, so nothing after the
+        request's headers is ever read as a request."""
+
+        def next_event(self) -> Any:
+            event = super().next_event()
+            if isinstance(event, h11.Request):
+                reason = ambiguous_framing(event)
+                if reason is not None:
+                    log.warning("refused a request with ambiguous framing: %s", reason)
+                    raise h11.RemoteProtocolError(reason, error_status_hint=400)
+            return event
 
     class RequestTimeoutProtocol(H11Protocol):  # type: ignore[valid-type,misc]
-        """uvicorn's h11 protocol with a deadline on each request's headers.
+        """uvicorn's h11 protocol with a deadline on each request's headers, refusing requests
+        whose body framing is ambiguous (``FramingCheckedConnection``).
 
         uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but has no timeout
         for a connection that never completes a request line and headers: a client that
@@ -439,6 +469,12 @@ if H11Protocol is not None:
         that worker processes can load it."""
 
         timeout_seconds: float | None = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # Same settings as uvicorn's own connection; it also refuses ambiguous framing.
+            limit = self.config.h11_max_incomplete_event_size
+            self.conn = FramingCheckedConnection(h11.SERVER, *(() if limit is None else (limit,)))
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             self._request_timer: asyncio.TimerHandle | None = None

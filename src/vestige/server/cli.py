@@ -88,8 +88,12 @@ def _keep_alive(timeout_seconds: float) -> int:
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only: interface to bind.")
 @click.option("--port", default=8766, show_default=True, type=int, help="HTTP only: TCP port.")
 @click.option("--no-auth", is_flag=True, help="HTTP only: do not require the app's API key (loopback use).")
+@click.option("--timeout-seconds", type=click.FloatRange(min=0), default=None,
+              help="HTTP only: close a connection whose request headers, or then its body, take longer than this "
+              "to arrive (408), as `vestige serve` does. Default: $VESTIGE_TIMEOUT_SECONDS or 10. 0: no limit.")
 @fail_cleanly
-def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: str, port: int, no_auth: bool) -> None:
+def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: str, port: int, no_auth: bool,
+        timeout_seconds: float | None) -> None:
     """Run the MCP server (tools remember, recall, context, memories, show, forget) for one app."""
     try:  # before the database is opened (or created)
         import mcp as _mcp  # noqa: F401
@@ -107,9 +111,16 @@ def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: st
 
     _warn_if_exposed(host)
     click.echo(f"vestige: MCP for app {app!r} on http://{host}:{port}/mcp", err=True)
-    # The same deadline on request headers as `vestige serve` (10 s, $VESTIGE_TIMEOUT_SECONDS).
-    uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host), host=host, port=port, log_level="warning",
-                http="vestige.server.app:RequestTimeoutProtocol")
+    # The same deadlines as `vestige serve`: on request headers (the protocol reads
+    # $VESTIGE_TIMEOUT_SECONDS), on bodies (the app), and on idle keep-alive connections.
+    if timeout_seconds is not None:
+        os.environ["VESTIGE_TIMEOUT_SECONDS"] = str(timeout_seconds)
+    from .app import timeout_from_env
+
+    seconds = timeout_from_env()
+    uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host, timeout_seconds=seconds), host=host,
+                port=port, log_level="warning", http="vestige.server.app:RequestTimeoutProtocol",
+                timeout_keep_alive=_keep_alive(seconds))
 
 
 @click.group()

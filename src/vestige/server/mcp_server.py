@@ -149,8 +149,17 @@ class RequireKey:
         await self.inner(scope, receive, send)
 
 
-def http_app(memory: Memory, app: str, *, require_key: bool = True, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-    """The streamable HTTP ASGI app (mount point ``path``), behind the key check."""
+def http_app(memory: Memory, app: str, *, require_key: bool = True, host: str = "127.0.0.1", path: str = "/mcp",
+             timeout_seconds: float | None = None) -> Any:
+    """The streamable HTTP ASGI app (mount point ``path``), behind the key check.
+
+    A request's body must arrive within ``timeout_seconds`` (default ``$VESTIGE_TIMEOUT_SECONDS``,
+    10 s; 0: no limit), as in ``vestige serve``: a stalled or trickled body gets 408 and its
+    connection is closed, instead of holding a connection for ever."""
+    from .app import BodyTimeout, timeout_from_env
+
     server = build_mcp(memory, app)
     inner = server.streamable_http_app(streamable_http_path=path, host=host)
-    return RequireKey(inner, memory.keys, app) if require_key else inner  # type: ignore[arg-type]
+    guarded = RequireKey(inner, memory.keys, app) if require_key else inner
+    seconds = timeout_from_env() if timeout_seconds is None else timeout_seconds
+    return BodyTimeout(guarded, seconds=seconds)  # type: ignore[arg-type]

@@ -1,0 +1,143 @@
+"""`vestige mcp --transport http` closes slow and stalled clients like `vestige serve` does.
+
+Finding this guards (the old build, e0b9e37): 250 of 250 connections sending a declared
+1,000-byte body one byte per 2 s were still open at 30 s (the MCP app had no body deadline;
+`vestige serve` closed all of them at 11.6 s).
+
+A real `vestige mcp --transport http` subprocess with a 1 s request timeout; a few connections
+trickle their bodies one byte per 0.5 s. The assertion is that the server closed each socket;
+the loop bound (40 s of trickling) is a hang guard far above the timeout.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import subprocess
+import time
+
+import pytest
+from test_server_support import VESTIGE, free_port, vestige_env, wait_for_http
+
+T = 1.0  # the server's request timeout in this file
+TRICKLERS = 5
+STEP = 0.5  # seconds between two bytes of a trickled body
+GUARD_STEPS = 80  # 40 s: far beyond T
+
+
+@pytest.fixture(scope="module")
+def mcp_server(tmp_path_factory):
+    db = tmp_path_factory.mktemp("mcp-timeouts") / "m.sqlite"
+    port = free_port()
+    proc = subprocess.Popen(
+        [VESTIGE, "mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db), "--embedder", "hash",
+         "--port", str(port)],
+        # The deadline through the environment (as `--timeout-seconds` sets it): the old build read it too.
+        env={**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": str(T)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/mcp", proc)
+        yield "127.0.0.1", port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _closed(sock: socket.socket) -> bool:
+    """True when the server closed the socket (EOF or reset), after reading any answer it sent."""
+    while select.select([sock], [], [], 0)[0]:
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+def _head(port: int) -> bytes:
+    return (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n").encode()
+
+
+def _trickle(address, connections: int, step: float, guard_steps: int) -> tuple[int, float]:
+    """Open ``connections`` that each declare a 1,000-byte body and send it one byte per ``step``
+    seconds; (how many the server left open after ``guard_steps`` steps, seconds until the last closed)."""
+    start = time.monotonic()
+    socks = [socket.create_connection(address, timeout=10) for _ in range(connections)]
+    try:
+        for sock in socks:
+            sock.sendall(_head(address[1]) + b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "')
+        open_socks = list(socks)
+        for _ in range(guard_steps):
+            time.sleep(step)
+            still_open = []
+            for sock in open_socks:
+                try:
+                    sock.sendall(b"a")
+                except (BrokenPipeError, ConnectionResetError):
+                    continue
+                if not _closed(sock):
+                    still_open.append(sock)
+            open_socks = still_open
+            if not open_socks:
+                break
+        return len(open_socks), time.monotonic() - start
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_trickled_bodies_are_closed(mcp_server):
+    left_open, _ = _trickle(mcp_server, TRICKLERS, STEP, GUARD_STEPS)
+    assert left_open == 0, f"{left_open} of {TRICKLERS} trickling connections still open after {GUARD_STEPS * STEP:g} s"
+
+
+@pytest.mark.heavy
+def test_250_trickled_bodies_at_the_default_timeout(tmp_path):
+    """The hostile run's figure: 250 connections, one byte per 2 s, the default 10 s timeout
+    (RELIABILITY.md). Prints the seconds until the last one was closed."""
+    db = tmp_path / "m.sqlite"
+    port = free_port()
+    env = vestige_env()
+    env.pop("VESTIGE_TIMEOUT_SECONDS", None)
+    proc = subprocess.Popen([VESTIGE, "mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db),
+                             "--embedder", "hash", "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/mcp", proc)
+        left_open, seconds = _trickle(("127.0.0.1", port), 250, 2.0, 30)  # 60 s guard
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    print(f"\n250 trickled bodies: {left_open} left open; the last closed at {seconds:.1f} s")
+    assert left_open == 0
+
+
+def test_a_stalled_body_is_closed(mcp_server):
+    address = mcp_server
+    sock = socket.create_connection(address, timeout=30)
+    try:
+        sock.sendall(_head(address[1]) + b'{"jsonrpc": "2.0"')
+        received = b""
+        while True:  # until the server closes (the 30 s socket timeout is the hang guard)
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            except socket.timeout:
+                raise AssertionError(f"the MCP server kept a stalled body open for 30 s; got {received[:200]!r}")
+            if not chunk:
+                break
+            received += chunk
+        assert received.split(b" ", 2)[1] == b"408", received[:300]
+    finally:
+        sock.close()
+
+
+def test_the_option_is_documented():
+    out = subprocess.run([VESTIGE, "mcp", "--help"], capture_output=True, text=True, env=vestige_env(), timeout=60)
+    assert "--timeout-seconds" in out.stdout
