@@ -4,7 +4,7 @@ so that both see the same machine load.
 
     PYTHONPATH=src python benchmarks/ort_spinning.py [--queries 300] [--batches 20]
 
-Writes benchmarks/results/ort_spinning.json.
+Writes benchmarks/results/embed/ort_spinning.json.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main() -> None:
     for name, row in rows.items():
         print(f"{name:13s} query p50 {row['query_p50_ms']:6.2f} ms  p95 {row['query_p95_ms']:6.2f} ms  "
               f"ingest {row['passages_per_s']:7.1f} passages/s")
-    out = Path(__file__).parent / "results" / "ort_spinning.json"
+    out = Path(__file__).parent / "results" / "embed" / "ort_spinning.json"
     out.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2) + "\n")
 
 

@@ -102,7 +102,7 @@ def test_the_floor_answers_nothing_without_waiting_on_bm25(mem, monkeypatch):
         raise RuntimeError("never observed")
 
     monkeypatch.setattr(mem.lexical, "search", slow)
-    floored = mem.derive(floor=1.01)  # no cosine reaches it
+    floored = mem.derive(floor=1.0)  # the highest floor there is: only an identical text reaches it
     results = floored.search("copper falcon", app="a", k=5)
     assert list(results) == [] and "nothing relevant" in results.notes[0]
     release.set()  # the abandoned half (if it started) ends; its exception is dropped, not raised
