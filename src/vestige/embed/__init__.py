@@ -1,7 +1,8 @@
 """Embedding backends behind one interface; ``get_embedder`` resolves a spec string.
 
 Specs: ``minilm`` (default, int8 ONNX, offline), ``hash`` or ``hash:DIM`` (tests only),
-``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra).
+``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra),
+``mpnet`` or ``mpnet:FOLDER`` (all-mpnet-base-v2 int8 ONNX, once ``vestige models install mpnet`` ran).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def spec_for_model_id(model_id: str) -> str | None:
         return "minilm"
     if model_id.startswith("st:"):
         return model_id
+    if model_id == "all-mpnet-base-v2-onnx-int8":
+        return "mpnet"
     parts = model_id.split("-")
     if len(parts) == 3 and parts[0] == "hash" and parts[2] == "64" and parts[1].isdigit():
         return f"hash:{parts[1]}"
@@ -45,8 +48,12 @@ def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
         from .sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(spec[3:])
+    elif spec == "mpnet" or spec.startswith("mpnet:"):
+        from .mpnet import MpnetOnnxEmbedder
+
+        embedder = MpnetOnnxEmbedder(spec[6:] or None)
     else:
-        raise ConfigError(f"unknown embedder {spec!r}; use 'minilm', 'hash[:DIM]' or 'st:NAME_OR_PATH'")
+        raise ConfigError(f"unknown embedder {spec!r}; use 'minilm', 'hash[:DIM]', 'st:NAME_OR_PATH' or 'mpnet'")
     _cache[spec] = embedder
     return embedder
 
