@@ -134,8 +134,8 @@ def test_installed_model_windows_long_texts_and_searches(tmp_path):
     long_text = "The heater in the flat broke again and the landlord came on Thursday. " * 60
     assert len(embedder.pieces(long_text)) > 1  # cut into windows, never truncated
     with Memory(tmp_path / "m.sqlite", embedder="mpnet", create=True) as memory:
-        memory.add("The user moved to Lisbon in March 2024.")
-        memory.add("The user's favourite dessert is pastel de nata.")
+        memory.add_fact("The user moved to Lisbon in March 2024.")
+        memory.add_fact("The user's favourite dessert is pastel de nata.")
         assert "Lisbon" in memory.search("Where do I live now?", k=1)[0].text
     with Memory(tmp_path / "m.sqlite") as memory:  # the recorded embedder, found again by its id
         assert memory.embedder.model_id == MODEL_ID
