@@ -230,9 +230,10 @@ def _register_other_commands() -> None:
     from .backup import commands as backup_commands
     from .items import commands as item_commands
     from .migrate import commands as migrate_commands
+    from .models import commands as model_commands
     from ..ui.cli import ui
 
-    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, bench, ui):
+    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, *model_commands, bench, ui):
         main.add_command(command)
 
 

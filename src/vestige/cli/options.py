@@ -22,7 +22,8 @@ db_option = click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
 app_option = click.option("--app", default=settings.DEFAULT_APP, show_default=True, help="App (isolation unit) to use.")
 embedder_option = click.option(
     "--embedder", default=None,
-    help=f"Embedding model: {settings.EMBEDDER} (offline default), hash (tests only), st:NAME_OR_PATH. "
+    help=f"Embedding model: {settings.EMBEDDER} (offline default), hash (tests only), st:NAME_OR_PATH, "
+    "mpnet (after `vestige models install mpnet`). "
     "Default: the one the database was built with.",
 )
 plan_option = click.option(

@@ -1,8 +1,9 @@
 """Embedding backends behind one interface; ``get_embedder`` resolves a spec string.
 
 Specs: ``minilm`` (default, int8 ONNX, offline), ``hash`` or ``hash:DIM`` (tests only),
-``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra); any name
-registered in ``EMBEDDERS`` (docs/extending.md).
+``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra),
+``mpnet`` or ``mpnet:FOLDER`` (all-mpnet-base-v2 int8 ONNX, once ``vestige models install mpnet`` ran);
+any name registered in ``EMBEDDERS`` (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def spec_for_model_id(model_id: str) -> str | None:
         return "minilm"
     if model_id.startswith("st:"):
         return model_id
+    if model_id == "all-mpnet-base-v2-onnx-int8":
+        return "mpnet"
     parts = model_id.split("-")
     if len(parts) == 3 and parts[0] == "hash" and parts[2] == "64" and parts[1].isdigit():
         return f"hash:{parts[1]}"
@@ -53,11 +56,18 @@ def _sentence_transformers(spec: str) -> Embedder:
     return SentenceTransformerEmbedder(spec[3:])
 
 
+def _mpnet(spec: str) -> Embedder:
+    from .mpnet import MpnetOnnxEmbedder
+
+    return MpnetOnnxEmbedder(spec[6:] or None)
+
+
 #: Embedders by spec name (vestige.registry; docs/extending.md): ``EMBEDDERS.register(name, factory)``.
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
 EMBEDDERS.register("minilm", _minilm)
 EMBEDDERS.register("hash", _hash)
 EMBEDDERS.register("st", _sentence_transformers)
+EMBEDDERS.register("mpnet", _mpnet)
 
 
 def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
