@@ -275,9 +275,10 @@ def test_markdown_folder(tmp_path):
     assert garden["metadata"]["title"] == "Allotment plan" and garden["metadata"]["path"] == "garden.md"
     contents = [m["content"] for m in garden["messages"]]
     assert [c.splitlines()[0] for c in contents] == [
-        "Plot 17 at the Westerpark allotments, rented since 2021.", "# Spring sowing", "## Tomatoes", "# Pests"]
+        "title: Allotment plan", "Plot 17 at the Westerpark allotments, rented since 2021.", "# Spring sowing",
+        "## Tomatoes", "# Pests"]
     assert {m["role"] for m in garden["messages"]} == {"user"}
-    assert "title: Allotment plan" not in "\n".join(contents), "front matter is not a message"
+    assert garden["metadata"]["front_matter"]["title"] == "Allotment plan", "front matter: a message, and metadata"
 
     pesto = _session(db, "recipes/pesto.md")
     assert len(pesto["messages"]) == 3, "a '#' line inside a code fence is not a heading"
@@ -292,7 +293,8 @@ def test_markdown_single_file_and_headingless_text(tmp_path):
     note.write_text("---\ncreated: '2023-11-05 09:30'\n---\n# Lisbon\n\n## Food\n\nPasteis at Manteigaria.\n")
     (session,) = read_sessions(note)[1]
     assert session.session_id == "Trip ideas.md" and session.date == "2023-11-05 09:30"
-    assert [m["content"] for m in session.messages] == ["# Lisbon\n\n## Food\n\nPasteis at Manteigaria."], \
+    assert [m["content"] for m in session.messages] == ["created: '2023-11-05 09:30'",
+                                                        "# Lisbon\n\n## Food\n\nPasteis at Manteigaria."], \
         "a heading with nothing under it is joined to the next section"
 
 
@@ -333,11 +335,11 @@ def test_folder_of_mixed_exports_skips_what_it_cannot_read(tmp_path):
     fresh = tmp_path / "fresh.sqlite"
     assert f"{export / 'zz.jsonl'} line 2: invalid JSON" in _error(_ingest(export, fresh))
     assert not fresh.exists()
-    # the same export twice in one folder: the ids appear twice, nothing is stored
+    # the same export twice in one folder: each conversation stored once, the other named
     (export / "zz.jsonl").unlink()
     shutil.copy(CHATGPT, export / "again.json")
-    assert "session id '6632a1f0-1b2c-8000-9d3e-4f5a6b7c8d9e' appears twice" in _error(_ingest(export, fresh))
-    assert not fresh.exists()
+    result = _ok(_ingest(export, fresh))
+    assert "3 sessions added" in result.stdout and "2 sessions met twice" in result.stderr
 
 
 def test_a_file_in_no_format_names_the_file_the_formats_and_why(tmp_path):
