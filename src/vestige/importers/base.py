@@ -110,7 +110,9 @@ class Source:
         except InvalidInput as exc:
             if _READ_ERROR.search(str(exc)):
                 raise  # the file itself cannot be read: no format would do better
-            return None, exc
+            if not records:
+                return None, exc
+            # a later record is broken: reading raises it when it gets there (--limit may stop first)
         return records, None
 
     @property
