@@ -552,3 +552,22 @@ def test_wrapped_claude_ai_and_two_session_ids_in_one_claude_code_file(tmp_path)
     fmt, found = read_sessions(log)
     assert fmt == "claude-code" and [s.session_id for s in found] == ["aaa", "bbb"]
     assert "roof" in found[1].messages[0]["content"]
+
+
+def test_identical_texts_are_embedded_once(tmp_path):
+    from vestige.embed.hashing import HashEmbedder
+    from vestige.write.validate import SessionInput
+
+    class Counting(HashEmbedder):
+        embedded: list[str] = []
+
+        def embed_batch(self, texts):
+            self.embedded.extend(texts)
+            return super().embed_batch(texts)
+
+    embedder = Counting()
+    same = "The weekly review: inbox zero, calendar, next actions."
+    with Memory(tmp_path / "x.sqlite", embedder=embedder) as mem:
+        mem.add_sessions([SessionInput([{"role": "user", "content": same}], f"s{i}") for i in range(5)], app="t")
+        assert len(mem.list(app="t")) == 5
+    assert len(embedder.embedded) == 1, "five sessions of one text: one embedding"
