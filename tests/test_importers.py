@@ -275,9 +275,10 @@ def test_markdown_folder(tmp_path):
     assert garden["metadata"]["title"] == "Allotment plan" and garden["metadata"]["path"] == "garden.md"
     contents = [m["content"] for m in garden["messages"]]
     assert [c.splitlines()[0] for c in contents] == [
-        "Plot 17 at the Westerpark allotments, rented since 2021.", "# Spring sowing", "## Tomatoes", "# Pests"]
+        "title: Allotment plan", "Plot 17 at the Westerpark allotments, rented since 2021.", "# Spring sowing",
+        "## Tomatoes", "# Pests"]
     assert {m["role"] for m in garden["messages"]} == {"user"}
-    assert "title: Allotment plan" not in "\n".join(contents), "front matter is not a message"
+    assert garden["metadata"]["front_matter"]["title"] == "Allotment plan", "front matter: a message, and metadata"
 
     pesto = _session(db, "recipes/pesto.md")
     assert len(pesto["messages"]) == 3, "a '#' line inside a code fence is not a heading"
@@ -292,7 +293,8 @@ def test_markdown_single_file_and_headingless_text(tmp_path):
     note.write_text("---\ncreated: '2023-11-05 09:30'\n---\n# Lisbon\n\n## Food\n\nPasteis at Manteigaria.\n")
     (session,) = read_sessions(note)[1]
     assert session.session_id == "Trip ideas.md" and session.date == "2023-11-05 09:30"
-    assert [m["content"] for m in session.messages] == ["# Lisbon\n\n## Food\n\nPasteis at Manteigaria."], \
+    assert [m["content"] for m in session.messages] == ["created: '2023-11-05 09:30'",
+                                                        "# Lisbon\n\n## Food\n\nPasteis at Manteigaria."], \
         "a heading with nothing under it is joined to the next section"
 
 
@@ -333,11 +335,11 @@ def test_folder_of_mixed_exports_skips_what_it_cannot_read(tmp_path):
     fresh = tmp_path / "fresh.sqlite"
     assert f"{export / 'zz.jsonl'} line 2: invalid JSON" in _error(_ingest(export, fresh))
     assert not fresh.exists()
-    # the same export twice in one folder: the ids appear twice, nothing is stored
+    # the same export twice in one folder: each conversation stored once, the other named
     (export / "zz.jsonl").unlink()
     shutil.copy(CHATGPT, export / "again.json")
-    assert "session id '6632a1f0-1b2c-8000-9d3e-4f5a6b7c8d9e' appears twice" in _error(_ingest(export, fresh))
-    assert not fresh.exists()
+    result = _ok(_ingest(export, fresh))
+    assert "3 sessions added" in result.stdout and "2 sessions met twice" in result.stderr
 
 
 def test_a_file_in_no_format_names_the_file_the_formats_and_why(tmp_path):
@@ -415,3 +417,157 @@ def test_markdown_template_date_falls_back_to_the_file_time(tmp_path):
     note.write_text("---\ndate: {{date}}\n---\nCall the plumber about the boiler.\n")
     (session,) = read_sessions(note)[1]
     assert session.date == note.stat().st_mtime and session.metadata["front_matter"] == {"date": "{{date}}"}
+
+
+# -- reading with a bound (issue 31 item 3) and nothing dropped without a word (issue 28) ----------
+
+
+def _good_line(sid: str) -> str:
+    return json.dumps({"session_id": sid, "messages": [{"role": "user", "content": f"note {sid}"}]}) + "\n"
+
+
+def test_special_files_and_links_out_are_refused_with_one_line(tmp_path):
+    import os
+
+    db = tmp_path / "x.sqlite"
+    assert "a character device, not a file" in _error(_ingest("/dev/zero", db))
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "ok.jsonl").write_text(_good_line("a"))
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    (folder / "random.md").symlink_to("/dev/urandom")
+    os.mkfifo(folder / "pipe.md")  # must not hang
+    outside = tmp_path / "secret.md"
+    outside.write_text("outside the folder")
+    (folder / "link.md").symlink_to(outside)
+    result = _ok(_ingest(folder, db))
+    assert "1 sessions added" in result.stdout
+    for name, why in (("zero.jsonl", "a character device"), ("random.md", "a character device"),
+                      ("pipe.md", "a FIFO"), ("link.md", "outside the folder imported")):
+        assert f"skipped {folder / name}: " in result.stderr and why in result.stderr, name
+    assert not _search(db, "outside the folder") or "outside" not in _search(db, "outside the folder")[0].text
+
+
+def test_compression_bomb_and_huge_line_stop_at_max_bytes(tmp_path):
+    db = tmp_path / "x.sqlite"
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(_good_line("a").encode() + b" " * 2_000_000))  # 2 MB from a few KB
+    assert bomb.stat().st_size < 20_000
+    line = _error(_ingest(bomb, db, "--max-bytes", "100000"))
+    assert "decompresses to more than 100,000 bytes" in line and "--max-bytes" in line
+    long_line = tmp_path / "line.md.gz"
+    long_line.write_bytes(gzip.compress(b"x" * 3_000_000))
+    assert "decompresses to more than" in _error(_ingest(long_line, db, "--max-bytes", "1000000"))
+    big = tmp_path / "big.jsonl"
+    big.write_text(_good_line("a") * 1)
+    assert "holds more than 10 bytes" in _error(_ingest(big, db, "--max-bytes", "10"))
+    assert "holds more than 10 bytes" in _error(_ingest("-", db, "--max-bytes", "10", input=_good_line("b")))
+    assert not db.exists()
+
+
+def test_limit_parses_only_the_first_records(tmp_path):
+    """A list whose 4th record is broken still reads with --limit 3: the rest is never parsed."""
+    listing = tmp_path / "many.json"
+    records = [json.loads(_good_line(f"s{i}")) for i in range(3)]
+    listing.write_text("[" + ",".join(json.dumps(r) for r in records) + ", {broken" + " " * 100_000 + "]")
+    fmt, found = read_sessions(listing, limit=3)
+    assert [s.session_id for s in found] == ["s0", "s1", "s2"]
+    with pytest.raises(Exception, match="invalid JSON"):
+        read_sessions(listing)
+
+
+def test_front_matter_only_notes_templates_and_exclude(tmp_path):
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / ".obsidian" / "templates.json").write_text('{"folder": "Meta/Tpl"}')
+    (vault / "Meta" / "Tpl").mkdir(parents=True)
+    (vault / "Meta" / "Tpl" / "daily.md").write_text("---\ndate: {{date}}\n---\n")
+    (vault / "Archive").mkdir()
+    (vault / "Archive" / "old.md").write_text("old stuff")
+    (vault / "tart.md").write_text("---\ntitle: Plum tart\nservings: 8\ntags:\n  - baking\n---\n")
+    (vault / "empty-front.md").write_text("---\n---\n")
+    db = tmp_path / "x.sqlite"
+    result = _ok(_ingest(vault, db, "--exclude", "Archive"))
+    assert "1 sessions added" in result.stdout
+    assert f"{vault / 'Meta' / 'Tpl'}: the vault's templates folder" in result.stderr
+    assert f"{vault / 'Archive'}: excluded by --exclude Archive" in result.stderr
+    assert f"{vault / 'empty-front.md'}: a note with no text" in result.stderr
+    assert f"{vault / '.obsidian'}: hidden folder" in result.stderr
+    hit = _search(db, "how many servings does the plum tart make?")[0]
+    assert hit.session_id == "tart.md" and "servings: 8" in hit.text
+    report = json.loads(_ok(_ingest(vault, tmp_path / "y.sqlite", "--json", "--exclude", "Archive")).stdout)
+    assert report["files_read"] == 2 and len(report["skipped"]) == 4  # .obsidian, empty note, Meta/Tpl, Archive
+
+
+def _chatgpt_conversation(cid: str, texts: list[str], updated: float) -> dict:
+    mapping, parent = {}, None
+    for n, text in enumerate(texts):
+        node = f"{cid}-{n}"
+        role = "user" if n % 2 == 0 else "assistant"
+        mapping[node] = {"id": node, "parent": parent, "children": [],
+                         "message": {"author": {"role": role}, "create_time": updated - 100 + n,
+                                     "content": {"content_type": "text", "parts": [text]}}}
+        if parent:
+            mapping[parent]["children"].append(node)
+        parent = node
+    return {"id": cid, "title": cid, "create_time": updated - 1000, "update_time": updated,
+            "current_node": parent, "mapping": mapping}
+
+
+def test_two_exports_a_year_apart_leave_one_copy_each(tmp_path):
+    year = 365 * 86400
+    first = [_chatgpt_conversation("c1", ["plan the trip to Porto", "book the train"], 1.70e9),
+             _chatgpt_conversation("c2", ["fix the bike brakes"], 1.70e9)]
+    grown = _chatgpt_conversation("c1", ["plan the trip to Porto", "book the train", "and the ferry to Madeira"],
+                                  1.70e9 + year)
+    second = [grown, first[1], _chatgpt_conversation("c3", ["learn Portuguese verbs"], 1.70e9 + year)]
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    # the later export sorts first: the update time decides, not the file order
+    (folder / "a-2025.json").write_text(json.dumps(second))
+    (folder / "b-2024.json").write_text(json.dumps(first))
+    db = tmp_path / "x.sqlite"
+    result = _ok(_ingest(folder, db))
+    assert "3 sessions added" in result.stdout and "2 sessions met twice" in result.stderr
+    assert "Madeira" in json.dumps(_session(db, "c1")), "the grown version is kept"
+    # one export, then the later one: one copy of each, the grown one updated
+    db2 = tmp_path / "y.sqlite"
+    _ok(_ingest(folder / "b-2024.json", db2))
+    report = json.loads(_ok(_ingest(folder / "a-2025.json", db2, "--json")).stdout)
+    assert report["added"] == ["c3"] and report["replaced"] == ["c1"] and report["unchanged"] == ["c2"]
+    with Memory(db2, embedder="hash") as mem:
+        assert len(mem.list(app="t")) == 3
+
+
+def test_wrapped_claude_ai_and_two_session_ids_in_one_claude_code_file(tmp_path):
+    wrapped = tmp_path / "conversations.json"
+    wrapped.write_text(json.dumps({"conversations": json.loads(CLAUDE_AI.read_text())}))
+    assert read_sessions(wrapped)[0] == "claude-ai"
+    lines = []
+    for sid, text in (("aaa", "first session about the boiler"), ("bbb", "resumed session about the roof")):
+        lines.append(json.dumps({"type": "user", "sessionId": sid, "uuid": f"{sid}-1", "timestamp": "2025-01-02T10:00:00Z",
+                                 "message": {"role": "user", "content": text}}))
+    log = tmp_path / "bbb.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    fmt, found = read_sessions(log)
+    assert fmt == "claude-code" and [s.session_id for s in found] == ["aaa", "bbb"]
+    assert "roof" in found[1].messages[0]["content"]
+
+
+def test_identical_texts_are_embedded_once(tmp_path):
+    from vestige.embed.hashing import HashEmbedder
+    from vestige.write.validate import SessionInput
+
+    class Counting(HashEmbedder):
+        embedded: list[str] = []
+
+        def embed_batch(self, texts):
+            self.embedded.extend(texts)
+            return super().embed_batch(texts)
+
+    embedder = Counting()
+    same = "The weekly review: inbox zero, calendar, next actions."
+    with Memory(tmp_path / "x.sqlite", embedder=embedder) as mem:
+        mem.add_sessions([SessionInput([{"role": "user", "content": same}], f"s{i}") for i in range(5)], app="t")
+        assert len(mem.list(app="t")) == 5
+    assert len(embedder.embedded) == 1, "five sessions of one text: one embedding"

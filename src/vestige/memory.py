@@ -280,6 +280,10 @@ class Memory:
             return np.stack([known[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.int8)
         if not texts:
             return np.zeros((0, self.embedder.dim), np.int8)
+        unique = list(dict.fromkeys(texts))
+        if len(unique) < len(texts):  # identical texts (a repeated paragraph, a template) embedded once
+            rows = dict(zip(unique, self._embed_int8(unique, progress)))
+            return np.stack([rows[t] for t in texts])
         if self.cache is not None:
             return self.cache.embed_int8(self.embedder, texts, progress)
         return quantize(self.embedder.embed_passages(texts, progress))

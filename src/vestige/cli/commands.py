@@ -11,6 +11,7 @@ import click
 from .. import settings
 from ..importers import FORMATS, IMPORTERS
 from .options import app_option, db_option, embedder_option, fail_cleanly, open_memory, plan_option
+from .reading import exclude_option, max_bytes_option, say_skipped
 from .progress import Progress
 
 
@@ -32,25 +33,31 @@ def main() -> None:
 @click.option("--limit", type=click.IntRange(min=1),
               help="Read only the first N records (sessions, conversations, questions) of each file.")
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True, help="Sessions stored per transaction.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON: the ids added, replaced and unchanged.")
+@max_bytes_option
+@exclude_option
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as JSON: the ids added, replaced and unchanged, and every file or record skipped.")
 @fail_cleanly
 def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str | None, format_name: str | None,
-           limit: int | None, batch: int, as_json: bool) -> None:
+           limit: int | None, batch: int, max_bytes: int, exclude: tuple[str, ...], as_json: bool) -> None:
     """Read conversations and notes from PATH (a file, - for standard input, or a folder) into memory.
 
     The format is detected (or named with --format): vestige's own sessions (JSON/JSONL, one
     {"session_id", "date", "messages": [{"role", "content"}]} per line or a list), OpenAI message
     lists and logs, a ChatGPT or Claude.ai export (conversations.json), Claude Code session logs
     (~/.claude/projects), Markdown or text notes, the LongMemEval and LoCoMo benchmark files;
-    .gz files too. A folder is read file by file, in sorted order; files in no known format are
-    skipped and named. Every record is validated before anything is stored, and each session is
-    stored whole or not at all. Re-ingesting the same file changes nothing.
+    .gz files too. A folder is read file by file, in sorted order; every file or record not
+    stored is named on standard error with why (no known format, empty, hidden, --exclude, an
+    Obsidian templates folder, a device, FIFO or link out of the folder, over --max-bytes). A
+    conversation met twice (overlapping exports) is stored once, its latest version. Every
+    record is validated before anything is stored, and each session is stored whole or not at
+    all. Re-ingesting the same file changes nothing.
     """
     from ..importers import read_all
     from ..memory import IngestReport
     from ..write.validate import check_fact, check_session, check_unique
 
-    imported = read_all(path, format_name, limit)
+    imported = read_all(path, format_name, limit, max_bytes=max_bytes, exclude=exclude)
     fmt, sessions = imported.format, imported.sessions
     shown_path = "<stdin>" if path == "-" else path
 
@@ -59,8 +66,8 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     check_unique((check_session(s, where)[0] for s, where in zip(sessions, imported.where)), f"{shown_path}: session id")
     check_unique((check_fact(f, f"{shown_path} fact {n}")[0] for n, f in enumerate(imported.facts, 1)),
                  f"{shown_path}: fact id")
-    for skipped in imported.skipped:
-        click.echo(f"skipped {skipped}", err=True)
+    if not as_json:
+        say_skipped(imported)
     memory = open_memory(db, embedder, plan=plan, create=True)
     start = time.perf_counter()
     report = IngestReport([], [], [], 0)
@@ -77,7 +84,8 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
         click.echo(json.dumps({"path": shown_path, "format": fmt, "app": app, "database": location,
                                "added": report.added, "replaced": report.replaced, "unchanged": report.unchanged,
                                "chunks": report.chunks, "seconds": round(elapsed, 2),
-                               "facts": facts.__dict__ if facts else None}, indent=2, ensure_ascii=False))
+                               "facts": facts.__dict__ if facts else None, "files_read": imported.files,
+                               "skipped": imported.skipped, "superseded": imported.superseded}, indent=2, ensure_ascii=False))
         return
     click.echo(
         f"{shown_path}: {len(report.added)} sessions added, {len(report.replaced)} replaced, "

@@ -9,7 +9,6 @@ session first (``vestige ingest`` does, before storing any).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +16,9 @@ from ..errors import InvalidInput
 from ..write.validate import FactInput, SessionInput
 from . import chatgpt, claude_ai, claude_code, locomo, longmemeval, markdown, openai, sessions
 from .base import STDIN, Importer, Source, shape_error
+from .folder import REFUSED_FILE, folder_files
+from .overlap import dedupe
+from .reading import DEFAULT_MAX_BYTES
 
 #: Detection order: the most specific shapes first; vestige's own sessions after the formats
 #: that also carry "messages"; Markdown last (it reads any text).
@@ -41,14 +43,18 @@ __all__ = ["FORMATS", "IMPORTERS", "Imported", "Importer", "Source", "detect", "
 @dataclass
 class Imported:
     """What a path held: the format(s), the sessions, and for each session where it came from
-    (``FILE record 3``), for error messages; ``skipped`` names the files of a folder that are in
-    no format vestige reads (or empty), each with why."""
+    (``FILE record 3``), for error messages. Nothing read is dropped without a word: ``skipped``
+    names every file of a folder not read, each with why (``PATH: reason``); ``superseded``
+    every session met twice in one run whose other version was kept (``ID: reason``)."""
 
     format: str
     sessions: list[SessionInput] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     facts: list[FactInput] = field(default_factory=list)  # records of kind "fact" (vestige's export)
+    files: int = 0  # files read
+    superseded: list[str] = field(default_factory=list)
+    files_of: list[str] = field(default_factory=list)  # per session: the file it came from
 
 
 def detect(source: Source) -> Importer:
@@ -95,74 +101,87 @@ def _read(source: Source, imp: Importer, limit: int | None) -> list[SessionInput
         raise InvalidInput(f"{source.name}: not valid {imp.name} input ({shape_error(exc)})") from None
 
 
-def _folder_files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for filename in filenames:
-            if filename.startswith("."):
-                continue
-            path = Path(dirpath, filename)
-            if Source(path).suffix in suffixes:
-                found.append(path)
-    return sorted(found, key=lambda p: p.relative_to(folder).parts)
-
-
-def read_all(path: str | Path, format: str | None = None, limit: int | None = None) -> Imported:
+def read_all(path: str | Path, format: str | None = None, limit: int | None = None, *,
+             max_bytes: int = DEFAULT_MAX_BYTES, exclude: tuple[str, ...] = ()) -> Imported:
     """Every session of a file, standard input (``"-"``) or folder, with where each came from.
 
     ``format`` forces one importer (a name of ``FORMATS``); ``limit`` reads only the first N
-    top-level records (sessions, conversations, questions) of each file. In a folder, a file in
-    no known format (``user.json`` beside ``conversations.json``) or an empty one is skipped and
-    named in ``skipped``; a file that is in a format but breaks it is an error."""
+    top-level records (sessions, conversations, questions) of each file; ``max_bytes`` bounds
+    what one file may hold (``importers.reading``). In a folder (``importers.folder``), a file not
+    read is named in ``skipped`` with why: in no known format (``user.json`` beside
+    ``conversations.json``), empty, a device, FIFO or link out of the folder, over the bound,
+    hidden, excluded (``exclude`` globs, an Obsidian templates folder); a file that is in a format
+    but breaks it is an error. A session met twice (two exports of one account) is kept once, its
+    latest version (``dedupe``)."""
     if format is not None and format not in IMPORTERS:
         raise InvalidInput(f"unknown format {format!r} (expected one of {', '.join(FORMATS)})")
     if str(path) != STDIN and Path(path).is_dir():
-        folder = Path(path)
-        suffixes = IMPORTERS[format].suffixes if format else tuple({s for i in IMPORTERS.values() for s in i.suffixes})
-        out = Imported("")
-        names: list[str] = []
-        for file in _folder_files(folder, suffixes):
-            source = Source(file, root=folder)
-            if not source.text.strip():
-                out.skipped.append(f"{file}: file is empty")
-                continue
-            try:
-                imp = _choose(source, format)
-            except InvalidInput:
-                if source.json_error is not None and source.looks_like_json():
-                    raise
-                named = f"--format {format}" if format else "a format vestige reads"
-                out.skipped.append(f"{file}: not {named}")
-                continue
-            _collect(out, source, imp, limit)
-            if imp.name not in names:
-                names.append(imp.name)
-        if not names:
-            kinds = ", ".join(sorted(suffixes))
-            detail = ""
-            if out.skipped:
-                more = f" and {len(out.skipped) - 1} more" if len(out.skipped) > 1 else ""
-                detail = f"; skipped {out.skipped[0]}{more}"
-            raise InvalidInput(f"{folder}: no file vestige can read in this folder ({kinds}){detail}")
-        out.format = "+".join(names)
-        return out
-    source = Source(path)
-    if not source.text.strip():
-        raise InvalidInput(f"{source.name}: file is empty")
-    imp = _choose(source, format)
-    out = Imported(imp.name)
-    _collect(out, source, imp, limit)
+        out = _read_folder(Path(path), format, limit, max_bytes, exclude)
+    else:
+        source = Source(path, max_bytes=max_bytes)
+        if source.is_blank():
+            raise InvalidInput(f"{source.name}: file is empty")
+        imp = _choose(source, format)
+        out = Imported(imp.name)
+        _collect(out, source, imp, limit)
+    dedupe(out)
+    return out
+
+
+def _read_folder(folder: Path, format: str | None, limit: int | None, max_bytes: int,
+                 exclude: tuple[str, ...]) -> Imported:
+    suffixes = IMPORTERS[format].suffixes if format else tuple({s for i in IMPORTERS.values() for s in i.suffixes})
+    out = Imported("")
+    names: list[str] = []
+    files, out.skipped = folder_files(folder, suffixes, exclude)
+    for file in files:
+        source = Source(file, root=folder, max_bytes=max_bytes)
+        try:
+            blank = source.is_blank()
+        except InvalidInput as exc:
+            if not REFUSED_FILE.search(str(exc)):
+                raise
+            out.skipped.append(str(exc))  # a device, a FIFO, a link out, over the bound: named
+            continue
+        if blank:
+            out.skipped.append(f"{file}: file is empty")
+            continue
+        try:
+            imp = _choose(source, format)
+        except InvalidInput:
+            if source.json_error is not None and source.looks_like_json():
+                raise
+            named = f"--format {format}" if format else "a format vestige reads"
+            out.skipped.append(f"{file}: not {named}")
+            continue
+        _collect(out, source, imp, limit)
+        if imp.name not in names:
+            names.append(imp.name)
+    if not names:
+        kinds = ", ".join(sorted(suffixes))
+        detail = ""
+        if out.skipped:
+            more = f" and {len(out.skipped) - 1} more" if len(out.skipped) > 1 else ""
+            detail = f"; skipped {out.skipped[0]}{more}"
+        raise InvalidInput(f"{folder}: no file vestige can read in this folder ({kinds}){detail}")
+    out.format = "+".join(names)
     return out
 
 
 def _collect(out: Imported, source: Source, imp: Importer, limit: int | None) -> None:
+    out.files += 1
+    found_any = False
     for n, found in enumerate(_read(source, imp, limit), start=1):
+        found_any = True
         if isinstance(found, FactInput):
             out.facts.append(found)
             continue
         out.sessions.append(found)
         out.where.append(f"{source.name} {imp.unit} {n}")
+        out.files_of.append(source.name)
+    out.skipped.extend(source.dropped)
+    if not found_any and not source.dropped:
+        out.skipped.append(f"{source.name}: read as {imp.name}, nothing to keep (no message with text)")
 
 
 def read_sessions(

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInput
 from ..write.validate import SessionInput
-from .reader import parse_json_records, read_text
+from .reading import DEFAULT_MAX_BYTES, file_chunks, iter_records, stdin_bytes, text_chunks
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -41,51 +41,89 @@ _FIRST_CHARACTER = re.compile(r"\S")
 
 
 class Source:
-    """One input: a file (``path``) or standard input (``"-"``). Its text is read once and its
-    JSON parsed once, lazily, whichever importers look at it.
+    """One input: a file (``path``) or standard input (``"-"``), read with a bound
+    (``max_bytes``, see ``importers.reading``). Its JSON records are parsed one at a time, the
+    first ``PEEK`` once for detection; its whole text only when an importer asks (notes).
 
     ``name`` is what errors call it (the path as given, or ``<stdin>``); ``root`` is the folder
     it was found in when a folder is imported (``relative`` is then its path inside it)."""
 
-    def __init__(self, path: str | Path, *, root: Path | None = None, text: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, root: Path | None = None, text: str | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.is_stdin = str(path) == STDIN
         self.path = None if self.is_stdin else Path(path)
         self.root = root
+        self.max_bytes = max_bytes
         self.name = STDIN_NAME if self.is_stdin else str(path)
+        self._stdin: bytes | None = None
+        self.dropped: list[str] = []  # records read and not kept, each "NAME record N: why"
         if text is not None:
             self.__dict__["text"] = text
 
     def __repr__(self) -> str:
         return f"Source({self.name!r})"
 
-    @cached_property
-    def text(self) -> str:
+    def drop(self, where: str, why: str) -> None:
+        """Name a record read and not kept (``vestige ingest`` prints it, and counts it)."""
+        self.dropped.append(f"{where}: {why}")
+
+    def chunks(self) -> Iterator[str]:
+        """The text from its start, in chunks (a file is opened again each time)."""
+        if "text" in self.__dict__:
+            return iter([self.__dict__["text"]])
         if self.is_stdin:
-            return sys.stdin.read().removeprefix("\ufeff")
-        return read_text(self.path)
+            if self._stdin is None:
+                self._stdin = stdin_bytes(self.max_bytes)
+            return text_chunks(iter([self._stdin]), self.name)
+        return file_chunks(self.path, self.max_bytes, self.root)
 
     @cached_property
-    def _parsed(self) -> tuple[list[Any] | None, InvalidInput | None]:
+    def text(self) -> str:
+        return "".join(self.chunks())
+
+    def is_blank(self) -> bool:
+        """Nothing but whitespace (read until the first other character)."""
+        return all(not chunk.strip() for chunk in self.chunks())
+
+    @cached_property
+    def _peeked(self) -> tuple[list[Any] | None, InvalidInput | None]:
+        records: list[Any] = []
         try:
-            return parse_json_records(self.text, self.name), None
+            for record in iter_records(self.chunks(), self.name):
+                records.append(record)
+                if len(records) >= PEEK:
+                    break
         except InvalidInput as exc:
-            return None, exc
+            if _READ_ERROR.search(str(exc)):
+                raise  # the file itself cannot be read: no format would do better
+            if not records:
+                return None, exc
+            # a later record is broken: reading raises it when it gets there (--limit may stop first)
+        return records, None
 
     @property
     def records(self) -> list[Any] | None:
-        """The JSON records (see ``parse_json_records``), or None when the text is not JSON."""
-        return self._parsed[0]
+        """The first ``PEEK`` JSON records, or None when the text is not JSON (detection)."""
+        return self._peeked[0]
 
     @property
     def json_error(self) -> InvalidInput | None:
-        """Why the text did not parse as JSON (None when it did)."""
-        return self._parsed[1]
+        """Why the text did not parse as JSON (None when its first records did)."""
+        return self._peeked[1]
 
-    def require_records(self) -> list[Any]:
-        """The records, or the JSON error itself (naming the file and the line)."""
+    def iter_records(self, limit: int | None = None) -> Iterator[Any]:
+        """The JSON records, parsed one at a time (the first ``limit`` only); the JSON error
+        itself (naming the file and the line) when the text is not JSON."""
         if self.json_error is not None:
             raise self.json_error
-        return self.records
+        for number, record in enumerate(iter_records(self.chunks(), self.name), start=1):
+            yield record
+            if limit and number >= limit:
+                return
+
+    def require_records(self) -> list[Any]:
+        """Every record, as a list."""
+        return list(self.iter_records())
 
     @property
     def suffix(self) -> str:
@@ -124,12 +162,19 @@ class Source:
         """A JSON kind of file, or text that starts like JSON (used to report the JSON error)."""
         if self.suffix in JSON_SUFFIXES:
             return True
-        first = _FIRST_CHARACTER.search(self.text)  # not text.lstrip(): a copy of a 300 MB export
-        return first is not None and first.group() in ("{", "[")
+        for chunk in self.chunks():
+            if first := _FIRST_CHARACTER.search(chunk):
+                return first.group() in ("{", "[")
+        return False
 
     def peek(self, n: int = PEEK) -> list[Any]:
         """The first ``n`` records (empty when the text is not JSON)."""
         return (self.records or [])[:n]
+
+
+#: Errors of reading the file (not of its JSON): raised at once, whatever the format.
+_READ_ERROR = re.compile(r"invalid UTF-8|not a valid gzip|bytes, the bound|no such file|cannot read|not a file|"
+                         r"regular file|outside the folder|does not exist")
 
 
 # -- the interface ---------------------------------------------------------------------------------
@@ -170,8 +215,12 @@ def record_shape(source: Source) -> str | None:
     return None
 
 
-def limited(records: list[Any], limit: int | None) -> list[Any]:
-    return records[:limit] if limit else records
+def limited(records: Iterable[Any], limit: int | None) -> Iterator[Any]:
+    """The first ``limit`` records (all without a limit), consumed lazily."""
+    for number, record in enumerate(records, start=1):
+        yield record
+        if limit and number >= limit:
+            return
 
 
 def shape_error(exc: Exception) -> str:
@@ -203,7 +252,7 @@ def each_conversation(
 ) -> Iterator[SessionInput]:
     """The session of every conversation of an export (None: an empty one, skipped), or
     InvalidInput naming the first malformed one (``FILE conversation 3: not a valid ...``)."""
-    for number, conversation in enumerate(limited(source.require_records(), limit), start=1):
+    for number, conversation in enumerate(source.iter_records(limit), start=1):
         where = f"{source.name} conversation {number}"
         try:
             session = convert(conversation, where)
@@ -213,6 +262,9 @@ def each_conversation(
             raise InvalidInput(f"{where}: not a valid {title} conversation ({shape_error(exc)})") from None
         if session is not None:
             yield session
+        else:
+            title = conversation.get("title") or conversation.get("name") if isinstance(conversation, dict) else None
+            source.drop(where + (f" ({title!r})" if isinstance(title, str) and title else ""), "no message with text")
 
 
 def expect_object(value: Any, where: str) -> dict[str, Any]:

@@ -6,9 +6,11 @@ One JSON object per line, each with a ``type``: ``user`` and ``assistant`` lines
 ``gitBranch``; ``summary`` lines title the session; other lines (``system``,
 ``file-history-snapshot``, ...) are bookkeeping.
 
-What a file becomes: one session, id the file's name without ``.jsonl`` (the session's uuid;
-for standard input, the ``sessionId``), date its first ``timestamp``, metadata ``{"source":
-"claude-code", "title" (the first summary), "cwd", "git_branch", "session"}``. Along the lines:
+What a file becomes: one session per ``sessionId`` in it (a resumed session's file holds the
+earlier one's lines too), id the file's name without ``.jsonl`` (the session's uuid; for
+standard input, the ``sessionId``) when the file holds one, else each its ``sessionId`` (the one
+named like the file keeps the file's name); date its first ``timestamp``, metadata ``{"source":
+"claude-code", "title" (the first summary of its lines), "cwd", "git_branch", "session"}``. Along the lines:
 
 - user text and assistant text are kept verbatim, each line's ``timestamp`` its time;
 - ``tool_use`` becomes a ``tool`` message ``called tool NAME(INPUT)`` shortened to 200
@@ -22,7 +24,7 @@ for standard input, the ``sessionId``), date its first ``timestamp``, metadata `
 - the summary Claude Code writes when it compacts a long session (``isCompactSummary``) is kept
   as a ``system`` message.
 
-A file with nothing left is skipped.
+A session with nothing left is skipped and named.
 """
 
 from __future__ import annotations
@@ -50,6 +52,24 @@ def _is_turn(record: Any) -> bool:
     return isinstance(record, dict) and record.get("type") in TURN_TYPES and isinstance(record.get("message"), dict)
 
 
+class _Session:
+    """The turns of one sessionId of a file, and what its metadata is read from."""
+
+    def __init__(self, first: dict[str, Any]):
+        self.first = first
+        self.messages: list[dict[str, Any]] = []
+        self.summaries: list[str] = []
+
+    def session(self, sid: Any) -> SessionInput:
+        metadata: dict[str, Any] = {"source": "claude-code"}
+        if self.summaries:
+            metadata["title"] = self.summaries[0]
+        for key, field in (("cwd", "cwd"), ("git_branch", "gitBranch"), ("session", "sessionId")):
+            if isinstance(self.first.get(field), str) and self.first[field]:
+                metadata[key] = self.first[field]
+        return SessionInput(self.messages, sid, self.first.get("timestamp"), metadata)
+
+
 class ClaudeCodeImporter:
     name = "claude-code"
     title = "Claude Code session logs, ~/.claude/projects/*/*.jsonl"
@@ -65,17 +85,17 @@ class ClaudeCodeImporter:
         return "no line with a 'type', a 'message' and a 'sessionId'"
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
-        records = source.require_records()
-        messages: list[dict[str, Any]] = []
+        groups: dict[Any, _Session] = {}  # sessionId -> its turns, in the order first met
         tools: dict[str, str] = {}  # tool_use id -> tool name, for the results that answer it
         seen: set[str] = set()
-        summaries: list[str] = []
-        first: dict[str, Any] | None = None
-        for record in records:
+        summaries: list[tuple[Any, str]] = []  # (leafUuid, summary)
+        owner: dict[str, Any] = {}  # message uuid -> sessionId, to give each summary its session
+        current: Any = None
+        for record in source.iter_records():
             if not isinstance(record, dict):
                 continue
             if record.get("type") == "summary" and isinstance(record.get("summary"), str):
-                summaries.append(record["summary"])
+                summaries.append((record.get("leafUuid"), record["summary"]))
                 continue
             if not _is_turn(record) or record.get("isSidechain") or record.get("isMeta"):
                 continue
@@ -84,18 +104,29 @@ class ClaudeCodeImporter:
                 if uuid in seen:
                     continue
                 seen.add(uuid)
-            first = first or record
-            messages.extend(self._turn(record, tools))
-        if not messages:
-            return
-        metadata: dict[str, Any] = {"source": "claude-code"}
-        if summaries:
-            metadata["title"] = summaries[0]
-        for key, field in (("cwd", "cwd"), ("git_branch", "gitBranch"), ("session", "sessionId")):
-            if isinstance(first.get(field), str) and first[field]:
-                metadata[key] = first[field]
-        sid = source.stem or first.get("sessionId")
-        yield SessionInput(messages, sid, first.get("timestamp"), metadata)
+            sid = record.get("sessionId") if isinstance(record.get("sessionId"), str) else current
+            current = sid
+            group = groups.setdefault(sid, _Session(record))
+            if isinstance(uuid, str):
+                owner[uuid] = sid
+            group.messages.extend(self._turn(record, tools))
+        for leaf, summary in summaries:
+            sid = owner.get(leaf) if isinstance(leaf, str) else None
+            targets = [groups[sid]] if sid in groups else list(groups.values())
+            for group in targets:
+                group.summaries.append(summary)
+        single = len(groups) == 1
+        for number, (sid, group) in enumerate(groups.items(), start=1):
+            if limit and number > limit:
+                return
+            if not group.messages:
+                source.drop(f"{source.name} session {sid or number}", "no message with text")
+                continue
+            # One session in the file: its id is the file's name, as always; several (a file
+            # that went on in a resumed session): each its sessionId, the file's own its name.
+            name = source.stem if (single or sid == source.stem) and source.stem else None
+            yield group.session(name or sid)
+
 
     @staticmethod
     def _turn(record: dict[str, Any], tools: dict[str, str]) -> list[dict[str, Any]]:

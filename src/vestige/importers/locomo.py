@@ -70,7 +70,7 @@ class LoCoMoImporter:
         return True
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
-        return each_record(limited(source.require_records(), limit), source, "LoCoMo", locomo_sessions)
+        return each_record(source.iter_records(limit), source, "LoCoMo", locomo_sessions)
 
 
 IMPORTER = LoCoMoImporter()

@@ -53,7 +53,7 @@ class LongMemEvalImporter:
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
         seen: set[str] = set()
-        records = limited(source.require_records(), limit)
+        records = source.iter_records(limit)
         return each_record(records, source, "LongMemEval", lambda r: longmemeval_record(r, seen))
 
 

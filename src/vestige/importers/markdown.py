@@ -13,7 +13,9 @@ time (now, from standard input); a front matter date that does not parse (a temp
 ``{{date}}``) counts as none, and stays in the metadata. Only simple ``key: value`` front matter lines are read (no YAML
 library); they are kept as metadata (``front_matter``), with ``{"source": "markdown", "path",
 "title"}`` (the front matter's ``title:``, else the first heading, else the file name). The front
-matter itself is not indexed.
+matter block is also the note's first message, its lines as written (``servings: 8``), so it is
+searched like the rest; a note with only front matter is a memory of it. A note with no text
+at all is named as skipped.
 """
 
 from __future__ import annotations
@@ -49,6 +51,18 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
                 value = value[1:-1]
             front[m.group(1)] = value
     return front, "\n".join(lines[end + 1 :])
+
+
+def front_matter_text(text: str) -> str:
+    """The front matter block's lines as written (``key: value``, list items), without its
+    ``---`` fences and blank lines: the note's first message."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return ""
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            return "\n".join(line.rstrip() for line in lines[1:end] if line.strip())
+    return ""
 
 
 def sections(body: str) -> list[str]:
@@ -94,7 +108,11 @@ class MarkdownImporter:
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
         front, body = split_front_matter(source.text)
         parts = sections(body)
+        block = front_matter_text(source.text)
+        if block:  # searchable: "how many servings?" is answered by "servings: 8"
+            parts.insert(0, block)
         if not parts:
+            source.drop(source.name, "a note with no text (an empty front matter, no body)")
             return
         date: Any = next((front[k] for k in DATE_KEYS if front.get(k) and iso_date(front[k])), None)
         if date is None and source.path is not None:

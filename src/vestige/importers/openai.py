@@ -171,9 +171,9 @@ class OpenAIImporter:
         return "its messages have no OpenAI-only field (developer role, content parts, tool calls)"
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput]:
-        records = source.require_records()
+        records = source.iter_records()
         if self._is_message_list(source):
-            yield SessionInput(convert_messages(records), None, None, {})
+            yield SessionInput(convert_messages(list(records)), None, None, {})
             return
         for number, record in enumerate(limited(records, limit), start=1):
             where = f"{source.name} record {number}"

@@ -53,7 +53,7 @@ class SessionsImporter:
         return True
 
     def read(self, source: Source, limit: int | None = None) -> Iterator[SessionInput | FactInput]:
-        for number, record in enumerate(limited(source.require_records(), limit), start=1):
+        for number, record in enumerate(source.iter_records(limit), start=1):
             where = f"{source.name} record {number}"
             if isinstance(record, dict) and record.get("kind") == "fact":
                 yield fact_from_record(record, where)
