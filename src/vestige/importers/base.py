@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
 from pathlib import Path

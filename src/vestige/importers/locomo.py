@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..write.validate import SessionInput
-from .base import JSON_SUFFIXES, Source, each_record, limited, record_shape
+from .base import JSON_SUFFIXES, Source, each_record, record_shape
 
 LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..write.validate import SessionInput
-from .base import JSON_SUFFIXES, Source, each_record, limited, record_shape
+from .base import JSON_SUFFIXES, Source, each_record, record_shape
 
 
 def longmemeval_sessions(records: list[dict[str, Any]]) -> Iterator[SessionInput]:

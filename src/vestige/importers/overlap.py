@@ -12,12 +12,19 @@ file is still an error (that file is broken), so ids stay unique per file.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import InvalidInput
 
-if TYPE_CHECKING:
-    from . import Imported
+
+class Imported(Protocol):
+    """What dedupe reads and rewrites of ``vestige.importers.Imported`` (named here, not
+    imported: importers/__init__ imports this module)."""
+
+    sessions: list[Any]
+    where: list[str]
+    files_of: list[str]
+    superseded: list[str]
 
 
 def _moment(value: Any) -> float | None:
@@ -51,7 +58,7 @@ def _key(session: Any) -> Any:
     return sid if isinstance(sid, (str, int)) and not isinstance(sid, bool) else None
 
 
-def dedupe(imported: "Imported") -> None:
+def dedupe(imported: Imported) -> None:
     """Keep one version of each session id met in more than one file (see the module)."""
     first_file: dict[Any, str] = {}
     keep: dict[Any, int] = {}  # id -> index of the version kept
@@ -83,5 +90,5 @@ def dedupe(imported: "Imported") -> None:
         setattr(imported, name, [v for i, v in enumerate(values) if i not in dropped])
 
 
-def _where(imported: "Imported", index: int) -> str:
+def _where(imported: Imported, index: int) -> str:
     return imported.where[index] if index < len(imported.where) else f"session {index + 1}"

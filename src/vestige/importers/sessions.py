@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..write.validate import FactInput, SessionInput
-from .base import JSON_SUFFIXES, Source, limited, record_shape
+from .base import JSON_SUFFIXES, Source, record_shape
 
 
 def session_from_record(record: Any, where: str, messages: Any = None) -> SessionInput:
