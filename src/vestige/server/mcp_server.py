@@ -156,7 +156,7 @@ def http_app(memory: Memory, app: str, *, require_key: bool = True, host: str = 
     A request's body must arrive within ``timeout_seconds`` (default ``$VESTIGE_TIMEOUT_SECONDS``,
     10 s; 0: no limit), as in ``vestige serve``: a stalled or trickled body gets 408 and its
     connection is closed, instead of holding a connection for ever."""
-    from .app import BodyTimeout, timeout_from_env
+    from .middleware import BodyTimeout, timeout_from_env
 
     server = build_mcp(memory, app)
     inner = server.streamable_http_app(streamable_http_path=path, host=host)
