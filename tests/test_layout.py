@@ -122,9 +122,9 @@ def _store_probes(path: Path) -> list[str]:
             and node.args and "store" in ast.unparse(node.args[0]).lower().split(".")[-1]]
 
 
-#: Outside store/, these may still name a backend module (each with why). The server's net for
-#: sqlite3 errors is its owners' to replace by the store's own translation (issue 29 item 4).
-BACKEND_IMPORTS_ALLOWED = {"vestige.server.handlers": "sqlite3.Error net: translate()"}
+#: Outside store/, these may still name a backend module (each with why). None do: the server
+#: asks the store to translate its backend's errors (``Store.translate_error``, issue 29 item 4).
+BACKEND_IMPORTS_ALLOWED: dict[str, str] = {}
 
 
 def test_no_store_is_probed_outside_the_store_package():

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from ..memory import Memory
 from .docs import add_offline_docs
-from .handlers import add_exception_handlers
+from .handlers import TranslatingRoute, add_exception_handlers
 from .middleware import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_SECONDS, BodyLimit, BodyTimeout, timeout_from_env
 from .routes import add_routes
 from .routes.health import HEALTH_MAX_APPS
@@ -50,6 +50,7 @@ def create_app(
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     api.add_middleware(BodyTimeout, seconds=timeout_seconds)
     add_exception_handlers(api, memory)
+    api.router.route_class = TranslatingRoute  # a backend's own errors, as its store translates them
     add_routes(api, memory, health_max_apps=health_max_apps)
     api.state.memory = memory
     api.state.keys = memory.keys

@@ -2,17 +2,17 @@
 "message"}}``, with the status that fits; a server-side failure names no path or host."""
 
 import logging
-import sqlite3
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VestigeError
 from ..memory import Memory
-from ..store.sqlite.connection import translate
 
 log = logging.getLogger("vestige.server")
 
@@ -32,6 +32,34 @@ def _describe(errors: list[dict[str, Any]]) -> str:
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
     more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
     return "; ".join(parts) + more
+
+
+class BackendFailure(Exception):
+    """A store backend's own error (sqlite3, psycopg) that escaped a store call, with the vestige
+    error the store translates it to (``Store.translate_error``)."""
+
+    def __init__(self, original: BaseException, translated: VestigeError):
+        super().__init__(str(translated))
+        self.original, self.translated = original, translated
+
+
+class TranslatingRoute(APIRoute):
+    """A route whose backend errors reach the handlers as ``BackendFailure``: the store says what
+    its own exceptions mean, so the server names no backend (it served a 500 for PostgreSQL's)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def translating(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:
+                translated = request.app.state.memory.store.translate_error(exc)
+                if translated is None:
+                    raise
+                raise BackendFailure(exc, translated) from exc
+
+        return translating
 
 
 def add_exception_handlers(api: FastAPI, memory: Memory) -> None:
@@ -77,11 +105,11 @@ def add_exception_handlers(api: FastAPI, memory: Memory) -> None:
     async def bad_unicode(request: Request, exc: UnicodeError) -> JSONResponse:
         return error(422, "invalid_input", "text is not valid Unicode (lone surrogate?)")
 
-    @api.exception_handler(sqlite3.Error)
-    async def storage_error(request: Request, exc: sqlite3.Error) -> JSONResponse:
+    @api.exception_handler(BackendFailure)
+    async def storage_error(request: Request, exc: BackendFailure) -> JSONResponse:
         # Every store call translates its own errors; this is the net under any that does not.
-        translated = translate(exc, memory.store.location)
-        log.error("%s on %s %s: %s", type(exc).__name__, request.method, request.url.path, translated)
+        translated = exc.translated
+        log.error("%s on %s %s: %s", type(exc.original).__name__, request.method, request.url.path, translated)
         return error(translated.status, translated.code, for_clients(str(translated)))
 
     @api.exception_handler(Exception)
