@@ -72,6 +72,10 @@ def fill(url: str) -> tuple[Memory, str]:
 def test_each_store_translates_its_own_backend_s_errors_and_no_other_s(pg_server: PgServer, tmp_path) -> None:
     errors = real_psycopg_errors(pg_server)
     sqlite_full = sqlite3.OperationalError("database or disk is full")
+    # SQLite's twin of each PostgreSQL failure (a lost connection's: a file that cannot be opened).
+    sqlite_twins = {"disk full": sqlite_full,
+                    "read-only": sqlite3.OperationalError("attempt to write a readonly database"),
+                    "connection lost": sqlite3.OperationalError("unable to open database file")}
     pg_store, sqlite_store = PostgresStore(pg_server.new_url("translate")), SQLiteStore(tmp_path / "m.sqlite")
     try:
         for what, exc in errors.items():
@@ -81,12 +85,13 @@ def test_each_store_translates_its_own_backend_s_errors_and_no_other_s(pg_server
         assert "read-only" in str(pg_store.translate_error(errors["read-only"]))
         assert "is full" in str(pg_store.translate_error(errors["disk full"]))
         assert "connection to the PostgreSQL server failed" in str(pg_store.translate_error(errors["connection lost"]))
-        # The same failure gets the same status on both backends.
-        full = sqlite_store.translate_error(sqlite_full)
-        assert isinstance(full, StoreError) and full.status == pg_store.translate_error(errors["disk full"]).status
+        for what, twin in sqlite_twins.items():  # the same failure, the same status on both backends
+            on_sqlite, on_pg = sqlite_store.translate_error(twin), pg_store.translate_error(errors[what])
+            assert isinstance(on_sqlite, StoreError), what
+            assert (on_sqlite.status, on_sqlite.code) == (on_pg.status, on_pg.code), what
+            assert pg_store.translate_error(twin) is None, what
         for store in (pg_store, sqlite_store):
             assert store.translate_error(ValueError("not a backend error")) is None
-        assert pg_store.translate_error(sqlite_full) is None
         assert Store.translate_error(sqlite_store, sqlite_full) is None  # the contract's default
     finally:
         pg_store.close()
