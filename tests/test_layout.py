@@ -165,8 +165,7 @@ def test_the_probe_check_sees_a_probe():
 
 ENTRY_MODULES = [
     "vestige.cli", "vestige.cli.commands", "vestige.server.cli", "vestige.server.app", "vestige.server.mcp_server",
-    "vestige.server.schemas", "vestige.server.handlers", "vestige.server.middleware", "vestige.server.protocol",
-    "vestige.server.routes", "vestige.server.docs",
+    "vestige.server.protocol",  # uvicorn's worker processes load it by name, before the app
     "vestige.bench.cli", "vestige.health", "vestige.context", "vestige.memory", "vestige.store.sqlite",
     "vestige.lexical.postings", "vestige.vectors", "vestige.keys", "vestige.export",
 ]
