@@ -44,8 +44,9 @@ class BackendFailure(Exception):
 
 
 class TranslatingRoute(APIRoute):
-    """A route whose backend errors reach the handlers as ``BackendFailure``: the store says what
-    its own exceptions mean, so the server names no backend (it served a 500 for PostgreSQL's)."""
+    """A route whose backend errors reach the handlers as ``BackendFailure``: the store of the
+    app's memory (``app.state.memory``, set by ``create_app``) says what its own exceptions mean,
+    so the server names no backend (a psycopg error was a 500 when it caught sqlite3's only)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
