@@ -122,9 +122,9 @@ def _store_probes(path: Path) -> list[str]:
             and node.args and "store" in ast.unparse(node.args[0]).lower().split(".")[-1]]
 
 
-#: Outside store/, these may still name a backend module (each with why). The server's net for
-#: sqlite3 errors is its owners' to replace by the store's own translation (issue 29 item 4).
-BACKEND_IMPORTS_ALLOWED = {"vestige.server.app": "sqlite3.Error net: translate()"}
+#: Outside store/, these may still name a backend module (each with why). None do: the server
+#: asks the store to translate its backend's errors (``Store.translate_error``, issue 29 item 4).
+BACKEND_IMPORTS_ALLOWED: dict[str, str] = {}
 
 
 def test_no_store_is_probed_outside_the_store_package():
@@ -144,6 +144,19 @@ def test_no_store_is_probed_outside_the_store_package():
     assert not backend, "backend modules imported outside store/:\n" + "\n".join(backend)
 
 
+def test_the_server_names_no_backend_driver():
+    """The HTTP and MCP servers answer a backend's errors as the store translates them
+    (``Store.translate_error``): no module of server/ imports a database driver."""
+    drivers = ("sqlite3", "psycopg", "psycopg_pool")
+    found = []
+    for path in sorted((PACKAGE / "server").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.name}:{node.lineno}: {n}" for n in names if n.split(".")[0] in drivers]
+    assert not found, "server modules import a database driver:\n" + "\n".join(found)
+
+
 def test_the_probe_check_sees_a_probe():
     path = _write_module("def f(memory, store):\n    return getattr(memory.store, 'page_size', None), hasattr(store, 'x')\n")
     assert len(_store_probes(path)) == 2
@@ -152,6 +165,7 @@ def test_the_probe_check_sees_a_probe():
 
 ENTRY_MODULES = [
     "vestige.cli", "vestige.cli.commands", "vestige.server.cli", "vestige.server.app", "vestige.server.mcp_server",
+    "vestige.server.protocol",  # uvicorn's worker processes load it by name, before the app
     "vestige.bench.cli", "vestige.health", "vestige.context", "vestige.memory", "vestige.store.sqlite",
     "vestige.lexical.postings", "vestige.vectors", "vestige.keys", "vestige.export",
 ]

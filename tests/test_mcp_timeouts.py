@@ -11,13 +11,13 @@ the loop bound (40 s of trickling) is a hang guard far above the timeout.
 
 from __future__ import annotations
 
-import select
 import socket
 import subprocess
 import time
 
 import pytest
-from test_server_support import VESTIGE, free_port, vestige_env, wait_for_http
+from raw_http import closed, read_until_closed, status, vestige_server
+from test_server_support import VESTIGE, free_port, vestige_env
 
 T = 1.0  # the server's request timeout in this file
 TRICKLERS = 5
@@ -25,37 +25,19 @@ STEP = 0.5  # seconds between two bytes of a trickled body
 GUARD_STEPS = 80  # 40 s: far beyond T
 
 
+def _mcp(db, port: int, env: dict[str, str]):
+    """``vestige mcp --transport http`` on ``port``, without keys."""
+    return vestige_server(["mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db), "--embedder",
+                           "hash", "--port", str(port)], f"http://127.0.0.1:{port}/mcp", env)
+
+
 @pytest.fixture(scope="module")
 def mcp_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("mcp-timeouts") / "m.sqlite"
     port = free_port()
-    proc = subprocess.Popen(
-        [VESTIGE, "mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db), "--embedder", "hash",
-         "--port", str(port)],
-        # The deadline through the environment (as `--timeout-seconds` sets it): the old build read it too.
-        env={**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": str(T)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/mcp", proc)
+    # The deadline through the environment (as `--timeout-seconds` sets it): the old build read it too.
+    with _mcp(db, port, {**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": str(T)}):
         yield "127.0.0.1", port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _closed(sock: socket.socket) -> bool:
-    """True when the server closed the socket (EOF or reset), after reading any answer it sent."""
-    while select.select([sock], [], [], 0)[0]:
-        try:
-            if sock.recv(65536) == b"":
-                return True
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-    return False
 
 
 def _head(port: int) -> bytes:
@@ -80,7 +62,7 @@ def _trickle(address, connections: int, step: float, guard_steps: int) -> tuple[
                     sock.sendall(b"a")
                 except (BrokenPipeError, ConnectionResetError):
                     continue
-                if not _closed(sock):
+                if not closed(sock):
                     still_open.append(sock)
             open_socks = still_open
             if not open_socks:
@@ -104,36 +86,19 @@ def test_250_trickled_bodies_at_the_default_timeout(tmp_path):
     port = free_port()
     env = vestige_env()
     env.pop("VESTIGE_TIMEOUT_SECONDS", None)
-    proc = subprocess.Popen([VESTIGE, "mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db),
-                             "--embedder", "hash", "--port", str(port)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/mcp", proc)
+    with _mcp(db, port, env):
         left_open, seconds = _trickle(("127.0.0.1", port), 250, 2.0, 30)  # 60 s guard
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     print(f"\n250 trickled bodies: {left_open} left open; the last closed at {seconds:.1f} s")
     assert left_open == 0
 
 
 def test_a_stalled_body_is_closed(mcp_server):
     address = mcp_server
-    sock = socket.create_connection(address, timeout=30)
+    sock = socket.create_connection(address, timeout=30)  # the 30 s timeout is the hang guard
     try:
         sock.sendall(_head(address[1]) + b'{"jsonrpc": "2.0"')
-        received = b""
-        while True:  # until the server closes (the 30 s socket timeout is the hang guard)
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                break
-            except socket.timeout:
-                raise AssertionError(f"the MCP server kept a stalled body open for 30 s; got {received[:200]!r}")
-            if not chunk:
-                break
-            received += chunk
-        assert received.split(b" ", 2)[1] == b"408", received[:300]
+        received = read_until_closed(sock)
+        assert status(received) == 408, received[:300]
     finally:
         sock.close()
 

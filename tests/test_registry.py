@@ -1,5 +1,6 @@
 """One registration shape (vestige.registry): embedders, rerankers and stores are looked up by the
-name their spec starts with, the library's own as well as a plug-in's."""
+name their spec starts with, importers by their format name, the library's own as well as a
+plug-in's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from vestige import Memory
 from vestige.embed import EMBEDDERS, get_embedder
 from vestige.embed.hashing import HashEmbedder
 from vestige.errors import ConfigError
-from vestige.registry import Registry
+from vestige.importers import FORMATS, IMPORTERS, read_all
+from vestige.importers import markdown as markdown_importer
+from vestige.importers.base import TEXT_SUFFIXES, message
+from vestige.registry import Entries, Registry
+from vestige.write.validate import SessionInput
 from vestige.rerank import RERANKERS, get_reranker
 from vestige.rerank.evidence import EvidenceReranker
 from vestige.store import open_store
@@ -65,3 +70,52 @@ def test_a_plug_in_store_is_opened_by_its_scheme(tmp_path, monkeypatch):
         assert isinstance(store, SQLiteStore) and (tmp_path / "a.sqlite").exists()
     finally:
         store.close()
+
+
+def test_entries_keep_their_order_and_a_plug_in_can_go_ahead_of_one():
+    entries: Entries[int] = Entries("thing")
+    for n, name in enumerate(["a", "b", "c"]):
+        entries.register(name, n)
+    entries.register("x", 9, before="b")
+    assert list(entries) == ["a", "x", "b", "c"] and entries["x"] == 9 and len(entries) == 4
+    entries.register("b", 7, replace=True, before="a")  # a replaced entry keeps its place
+    assert list(entries.items()) == [("a", 0), ("x", 9), ("b", 7), ("c", 2)]
+    with pytest.raises(ConfigError, match="before 'z': no such thing"):
+        entries.register("y", 1, before="z")
+    with pytest.raises(ConfigError, match="registered already"):
+        entries.register("a", 1)
+    assert "a" in entries and "minilm" in EMBEDDERS and "y" not in entries
+
+
+def test_importers_are_registered_the_same_way_in_detection_order():
+    assert isinstance(IMPORTERS, Entries) and FORMATS == tuple(IMPORTERS)
+    assert list(IMPORTERS)[-1] == "markdown"
+    with pytest.raises(ConfigError, match="importer 'chatgpt' is registered already"):
+        IMPORTERS.register("chatgpt", markdown_importer.IMPORTER)
+
+
+class TodoImporter:
+    """A plug-in format: a text file whose first line is "TODO", one session per file."""
+
+    name, title, suffixes, unit = "todo", "to-do lists", TEXT_SUFFIXES, "list"
+
+    def detect(self, source, *, forced=False):
+        return True if forced or source.text.startswith("TODO") else "no TODO line"
+
+    def read(self, source, limit=None):
+        items = [line.strip("- ") for line in source.text.splitlines()[1:] if line.strip()]
+        yield SessionInput([message("user", item) for item in items], None, None, {"source": "todo"})
+
+
+def test_a_plug_in_importer_ahead_of_markdown_is_detected_and_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(IMPORTERS, "_entries", dict(IMPORTERS._entries))
+    (tmp_path / "list.txt").write_text("TODO\n- buy cat food\n- call the vet\n")
+    (tmp_path / "note.md").write_text("# Garden\n\nThe tomatoes need water.\n")
+    assert read_all(tmp_path / "list.txt").format == "markdown"  # not registered yet: any text is a note
+    IMPORTERS.register("todo", TodoImporter(), before="markdown")
+    imported = read_all(tmp_path / "list.txt")
+    assert imported.format == "todo" and [m["content"] for m in imported.sessions[0].messages] == [
+        "buy cat food", "call the vet"]
+    assert read_all(tmp_path / "note.md").format == "markdown"
+    assert read_all(tmp_path / "note.md", format="todo").sessions[0].metadata == {"source": "todo"}
+    assert sorted(read_all(tmp_path).format.split("+")) == ["markdown", "todo"]

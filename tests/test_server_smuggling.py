@@ -18,14 +18,11 @@ real `vestige serve` (and `vestige mcp --transport http`, which uses the same pr
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 
 import httpx
 import pytest
-from test_server_support import VESTIGE, create_key, free_port, vestige_env, wait_for_http
-
-GUARD = 30.0  # hang guard only: the server closes at once, or after its 2 s keep-alive at worst
+from raw_http import GUARD, send_and_read_until_closed, status, vestige_server
+from test_server_support import create_key, free_port, vestige_env
 
 
 def _fact_request(key: str, fact_id: str) -> bytes:
@@ -79,19 +76,10 @@ def _framings(key: str) -> dict[str, bytes]:
     }
 
 
-def _start(args: list[str], db, port: int) -> subprocess.Popen:
-    return subprocess.Popen([VESTIGE, *args, "--db", str(db), "--embedder", "hash", "--port", str(port)],
-                            env={**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": "2"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def _serving(args: list[str], db, port: int, ready_path: str):
+    """The server on ``port``, its request timeout 2 s (its keep-alive then closes at 2 s at worst)."""
+    return vestige_server([*args, "--db", str(db), "--embedder", "hash", "--port", str(port)],
+                          f"http://127.0.0.1:{port}{ready_path}", {**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": "2"})
 
 
 @pytest.fixture(scope="module")
@@ -99,36 +87,8 @@ def served(tmp_path_factory):
     db = tmp_path_factory.mktemp("smuggling") / "m.sqlite"
     key = create_key(db, "x")
     port = free_port()
-    proc = _start(["serve", "--timeout-seconds", "2", "--log-level", "warning"], db, port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/health", proc)
-        yield ("127.0.0.1", port), url, key
-    finally:
-        _stop(proc)
-
-
-def _send_and_read_until_closed(address, raw: bytes) -> bytes:
-    sock = socket.create_connection(address, timeout=GUARD)
-    sock.settimeout(GUARD)
-    received = b""
-    try:
-        try:
-            sock.sendall(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        while True:
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                return received
-            except socket.timeout:
-                raise AssertionError(f"the server kept the connection open for {GUARD} s; got {received[:300]!r}")
-            if not chunk:
-                return received
-            received += chunk
-    finally:
-        sock.close()
+    with _serving(["serve", "--timeout-seconds", "2", "--log-level", "warning"], db, port, "/health"):
+        yield ("127.0.0.1", port), f"http://127.0.0.1:{port}", key
 
 
 def _stored_fact_ids(url: str, key: str) -> list[str]:
@@ -143,7 +103,7 @@ def _assert_refused(name: str, response: bytes) -> None:
     responses = response.count(b"HTTP/1.1 ") + response.count(b"HTTP/1.0 ")
     assert responses == 1, f"{name}: {responses} responses on one connection: {response[:600]!r}"
     status_line, headers = response.split(b"\r\n", 1)
-    assert status_line.split(b" ")[1] == b"400", f"{name}: {response[:300]!r}"
+    assert status(status_line) == 400, f"{name}: {response[:300]!r}"
     assert b"connection: close" in headers.lower(), f"{name}: {response[:300]!r}"
 
 
@@ -154,7 +114,7 @@ FRAMINGS = sorted(_framings("k"))
 def test_an_ambiguous_framing_is_refused_and_closed(served, name):
     address, url, key = served
     before = _stored_fact_ids(url, key)
-    response = _send_and_read_until_closed(address, _framings(key)[name])
+    response = send_and_read_until_closed(address, _framings(key)[name])
     stored = sorted(set(_stored_fact_ids(url, key)) - set(before))
     _assert_refused(name, response)
     assert stored == [], f"{name}: stored {stored}"
@@ -166,9 +126,9 @@ def test_plain_requests_still_work(served):
     body = json.dumps({"text": "a chunked fact", "fact_id": "plain-chunked"}).encode()
     head = (b"POST /v1/apps/x/facts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Authorization: Bearer " + key.encode() + b"\r\nConnection: close\r\n")
-    chunked = _send_and_read_until_closed(address, head + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(body))
+    chunked = send_and_read_until_closed(address, head + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(body))
     assert chunked.startswith(b"HTTP/1.1 201"), chunked[:300]
-    length = _send_and_read_until_closed(address, _fact_request(key, "plain-length").replace(
+    length = send_and_read_until_closed(address, _fact_request(key, "plain-length").replace(
         b"\r\nContent-Length", b"\r\nConnection: close\r\nContent-Length"))
     assert length.startswith(b"HTTP/1.1 201"), length[:300]
     with httpx.Client(base_url=url, timeout=GUARD) as client:  # kept-alive requests still work
@@ -184,9 +144,7 @@ def test_the_mcp_http_transport_refuses_them_too(tmp_path):
     """`vestige mcp --transport http` runs on the same protocol: CL + TE is refused and closed."""
     db = tmp_path / "m.sqlite"
     port = free_port()
-    proc = _start(["mcp", "--app", "x", "--transport", "http", "--no-auth"], db, port)
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/mcp", proc)
+    with _serving(["mcp", "--app", "x", "--transport", "http", "--no-auth"], db, port, "/mcp"):
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
         host = f"Host: 127.0.0.1:{port}\r\n".encode()
         hidden = b"GET /mcp HTTP/1.1\r\n" + host + b"\r\n"
@@ -194,6 +152,4 @@ def test_the_mcp_http_transport_refuses_them_too(tmp_path):
                b"Accept: application/json, text/event-stream\r\nContent-Length: "
                + str(len(_chunked(body) + hidden)).encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
                + _chunked(body) + hidden)
-        _assert_refused("mcp cl-te", _send_and_read_until_closed(("127.0.0.1", port), raw))
-    finally:
-        _stop(proc)
+        _assert_refused("mcp cl-te", send_and_read_until_closed(("127.0.0.1", port), raw))

@@ -10,87 +10,32 @@ server closed the socket (EOF or reset); socket timeouts are hang guards only, f
 
 from __future__ import annotations
 
-import json
-import select
-import socket
 import subprocess
 
 import httpx
 import pytest
-from test_server_support import VESTIGE, free_port, vestige_env, wait_for_http
+from raw_http import GUARD, connect, json_body, read_until_closed, readable, status, vestige_server
+from test_server_support import VESTIGE, free_port, vestige_env
 
 T = 1.0  # the server's request timeout in this file
-GUARD = 30.0  # hang guard: far beyond T plus the keep-alive timeout
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     db = tmp_path_factory.mktemp("timeouts") / "m.sqlite"
     port = free_port()
-    proc = subprocess.Popen(
-        [VESTIGE, "serve", "--db", str(db), "--embedder", "hash", "--port", str(port),
-         "--timeout-seconds", str(T), "--log-level", "warning"],
-        env=vestige_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/health", proc)
+    with vestige_server(["serve", "--db", str(db), "--embedder", "hash", "--port", str(port),
+                         "--timeout-seconds", str(T), "--log-level", "warning"], f"{url}/health"):
         yield ("127.0.0.1", port), url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _connect(address) -> socket.socket:
-    sock = socket.create_connection(address, timeout=GUARD)
-    sock.settimeout(GUARD)
-    return sock
-
-
-def _read_until_closed(sock: socket.socket) -> bytes:
-    """Everything the server sends until it closes the connection (EOF or reset)."""
-    received = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            return received
-        except socket.timeout:  # the hang guard: the server never closed the connection
-            raise AssertionError(f"the server kept the connection open for {GUARD} s; got {received[:200]!r}")
-        if not chunk:
-            return received
-        received += chunk
-
-
-def _closed_by_server(sock: socket.socket) -> bool:
-    """True when the socket reads EOF or reset now (without blocking)."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    if not readable:
-        return False
-    try:
-        return sock.recv(65536, socket.MSG_PEEK) == b""
-    except ConnectionResetError:
-        return True
-
-
-def _status(response: bytes) -> int:
-    return int(response.split(b" ", 2)[1])
-
-
-def _json_body(response: bytes) -> dict:
-    return json.loads(response.split(b"\r\n\r\n", 1)[1])
 
 
 def test_idle_connections_that_send_nothing_are_closed(server):
     address, _ = server
-    socks = [_connect(address) for _ in range(50)]
+    socks = [connect(address) for _ in range(50)]
     try:
         for sock in socks:
-            assert _read_until_closed(sock) == b""  # closed silently: nothing was asked
+            assert read_until_closed(sock) == b""  # closed silently: nothing was asked
     finally:
         for sock in socks:
             sock.close()
@@ -99,7 +44,7 @@ def test_idle_connections_that_send_nothing_are_closed(server):
 def test_slowloris_headers_are_cut_off(server):
     """Headers trickled a byte at a time never complete: the server answers 408 and closes."""
     address, _ = server
-    sock = _connect(address)
+    sock = connect(address)
     try:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         trickle = b"X-Slow: " + b"a" * 10_000
@@ -108,27 +53,27 @@ def test_slowloris_headers_are_cut_off(server):
                 sock.sendall(trickle[i : i + 1])
             except (BrokenPipeError, ConnectionResetError):
                 break
-            if _closed_by_server(sock) or select.select([sock], [], [], 0.03)[0]:
+            if readable(sock, 0.03):  # an answer, or the connection closed
                 break
         else:
             raise AssertionError("the server never cut the trickling client off")
-        response = _read_until_closed(sock)
-        assert response == b"" or _status(response) == 408, response[:200]
+        response = read_until_closed(sock)
+        assert response == b"" or status(response) == 408, response[:200]
         if response:
-            assert _json_body(response)["error"]["code"] == "timeout"
+            assert json_body(response)["error"]["code"] == "timeout"
     finally:
         sock.close()
 
 
 def test_a_stalled_body_gets_408_and_is_closed(server):
     address, _ = server
-    sock = _connect(address)
+    sock = connect(address)
     try:
         sock.sendall(b"POST /v1/apps/x/facts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 1000\r\n\r\n" + b'{"text": "only the start')
-        response = _read_until_closed(sock)
-        assert _status(response) == 408, response[:300]
-        body = _json_body(response)
+        response = read_until_closed(sock)
+        assert status(response) == 408, response[:300]
+        body = json_body(response)
         assert body["error"]["code"] == "timeout" and "body" in body["error"]["message"]
     finally:
         sock.close()
@@ -136,11 +81,11 @@ def test_a_stalled_body_gets_408_and_is_closed(server):
 
 def test_idle_keep_alive_connections_are_closed(server):
     address, _ = server
-    sock = _connect(address)
+    sock = connect(address)
     try:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        response = _read_until_closed(sock)  # the answer, then EOF once the connection idles
-        assert _status(response) in (200, 503)
+        response = read_until_closed(sock)  # the answer, then EOF once the connection idles
+        assert status(response) in (200, 503)
     finally:
         sock.close()
 
@@ -148,7 +93,7 @@ def test_idle_keep_alive_connections_are_closed(server):
 def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(server):
     """The deadline starts again with the first byte of each request, not only on connect."""
     address, _ = server
-    sock = _connect(address)
+    sock = connect(address)
     try:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         first = b""
@@ -159,8 +104,8 @@ def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(server):
         while len(rest) < length:
             rest += sock.recv(65536)
         sock.sendall(b"GET /health HTTP/1.1\r\nHo")  # and never the rest
-        response = _read_until_closed(sock)
-        assert response == b"" or _status(response) == 408, response[:200]
+        response = read_until_closed(sock)
+        assert response == b"" or status(response) == 408, response[:200]
     finally:
         sock.close()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidInput
+from ..registry import Entries
 from ..write.validate import FactInput, SessionInput
 from . import chatgpt, claude_ai, claude_code, locomo, longmemeval, markdown, openai, sessions
 from .base import STDIN, Importer, Source, shape_error
@@ -20,21 +21,19 @@ from .folder import REFUSED_FILE, folder_files
 from .overlap import dedupe
 from .reading import DEFAULT_MAX_BYTES
 
-#: Detection order: the most specific shapes first; vestige's own sessions after the formats
-#: that also carry "messages"; Markdown last (it reads any text).
-IMPORTERS: dict[str, Importer] = {
-    imp.name: imp
-    for imp in (
-        longmemeval.IMPORTER,
-        locomo.IMPORTER,
-        chatgpt.IMPORTER,
-        claude_ai.IMPORTER,
-        claude_code.IMPORTER,
-        openai.IMPORTER,
-        sessions.IMPORTER,
-        markdown.IMPORTER,
-    )
-}
+#: Importers by ``--format`` name (vestige.registry; docs/extending.md), in detection order:
+#: ``IMPORTERS.register(name, importer, before="markdown")``. The most specific shapes first;
+#: vestige's own sessions after the formats that also carry "messages"; Markdown last (it reads
+#: any text).
+IMPORTERS: Entries[Importer] = Entries("importer")
+IMPORTERS.register("longmemeval", longmemeval.IMPORTER)
+IMPORTERS.register("locomo", locomo.IMPORTER)
+IMPORTERS.register("chatgpt", chatgpt.IMPORTER)
+IMPORTERS.register("claude-ai", claude_ai.IMPORTER)
+IMPORTERS.register("claude-code", claude_code.IMPORTER)
+IMPORTERS.register("openai", openai.IMPORTER)
+IMPORTERS.register("sessions", sessions.IMPORTER)
+IMPORTERS.register("markdown", markdown.IMPORTER)
 FORMATS: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["FORMATS", "IMPORTERS", "Imported", "Importer", "Source", "detect", "read_all", "read_sessions"]

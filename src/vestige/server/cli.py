@@ -70,7 +70,7 @@ def serve(db: str | None, embedder: str | None, host: str, port: int, workers: i
     # The protocol (by name, so that worker processes import it) times each request's headers;
     # the app times its body; uvicorn closes idle keep-alive connections.
     uvicorn.run("vestige.server.app:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level=log_level, http="vestige.server.app:RequestTimeoutProtocol",
+                workers=workers, log_level=log_level, http="vestige.server.protocol:RequestTimeoutProtocol",
                 timeout_keep_alive=_keep_alive(timeout_seconds))
 
 
@@ -115,11 +115,11 @@ def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: st
     # $VESTIGE_TIMEOUT_SECONDS), on bodies (the app), and on idle keep-alive connections.
     if timeout_seconds is not None:
         os.environ["VESTIGE_TIMEOUT_SECONDS"] = str(timeout_seconds)
-    from .app import timeout_from_env
+    from .middleware import timeout_from_env
 
     seconds = timeout_from_env()
     uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host, timeout_seconds=seconds), host=host,
-                port=port, log_level="warning", http="vestige.server.app:RequestTimeoutProtocol",
+                port=port, log_level="warning", http="vestige.server.protocol:RequestTimeoutProtocol",
                 timeout_keep_alive=_keep_alive(seconds))
 
 

@@ -46,7 +46,8 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
 
     def answers_errors(tool: Callable[..., str]) -> Callable[..., str]:
         """A VestigeError (bad input, a storage failure) reaches the agent as a tool error with
-        its message; the SDK treats any other exception as a crash and hides its text."""
+        its message, and so does a backend's own error as its store translates it; the SDK
+        treats any other exception as a crash and hides its text."""
 
         @functools.wraps(tool)
         def wrapper(*args: Any, **kwargs: Any) -> str:
@@ -54,6 +55,11 @@ def build_mcp(memory: Memory, app: str, *, name: str = "vestige") -> Any:
                 return tool(*args, **kwargs)
             except VestigeError as exc:
                 raise ToolError(str(exc)) from None
+            except Exception as exc:
+                translated = memory.store.translate_error(exc)
+                if translated is None:
+                    raise
+                raise ToolError(str(translated)) from None
 
         return wrapper
 
@@ -156,7 +162,7 @@ def http_app(memory: Memory, app: str, *, require_key: bool = True, host: str = 
     A request's body must arrive within ``timeout_seconds`` (default ``$VESTIGE_TIMEOUT_SECONDS``,
     10 s; 0: no limit), as in ``vestige serve``: a stalled or trickled body gets 408 and its
     connection is closed, instead of holding a connection for ever."""
-    from .app import BodyTimeout, timeout_from_env
+    from .middleware import BodyTimeout, timeout_from_env
 
     server = build_mcp(memory, app)
     inner = server.streamable_http_app(streamable_http_path=path, host=host)

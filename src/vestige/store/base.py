@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..errors import ConfigError, NotFound
+from ..errors import ConfigError, NotFound, VestigeError
 from ..types import Chunk, Message
 
 if TYPE_CHECKING:
@@ -443,6 +443,13 @@ class Store(ABC):
         """Tables, indexes, triggers or views the store holds that vestige did not create (a
         trigger copying deleted text elsewhere would defeat forgetting), or None where the
         backend does not check."""
+        return None
+
+    def translate_error(self, exc: BaseException) -> VestigeError | None:
+        """The backend's own failure ``exc`` (a sqlite3 or psycopg error that escaped a store
+        call) as the vestige error it means, with that error's HTTP status (a full disk, a
+        read-only database, a lost connection: ``StoreError``, 503), or None when ``exc`` is not
+        the backend's. The server answers with it instead of a 500."""
         return None
 
     @classmethod

@@ -41,6 +41,8 @@ from .text import from_db, to_db
 if TYPE_CHECKING:
     import psycopg
 
+    from ...errors import StoreError
+
 
 class PostgresStore(Store):
     """A vestige store in one PostgreSQL database (and schema): ``postgresql://user@host/db``.
@@ -392,6 +394,15 @@ class PostgresStore(Store):
 
     def key_hashes(self) -> dict[int, str]:
         return {int(i): from_db(h) for i, h in self._db.read("SELECT id, key_hash FROM api_keys")}  # type: ignore[misc]
+
+    def translate_error(self, exc: BaseException) -> StoreError | None:
+        """A psycopg or pool error as the StoreError it means (``connection.translate``): the
+        same statuses as SQLite's (a full disk, a read-only database, a lost connection: 503)."""
+        import psycopg
+
+        from .connection import translate
+
+        return translate(exc, self.location) if isinstance(exc, psycopg.Error) else None
 
     # -- size -------------------------------------------------------------------------------------
 

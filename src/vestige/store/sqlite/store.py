@@ -399,6 +399,12 @@ class SQLiteStore(Store):
         with self._db.snapshot() as cur:
             return unknown_schema_objects(cur.connection)
 
+    def translate_error(self, exc: BaseException) -> StoreError | None:
+        """A sqlite3 error as the StoreError it means (``connection.translate``)."""
+        from .connection import translate
+
+        return translate(exc, self.location) if isinstance(exc, sqlite3.Error) else None
+
     def compacted_page_size(self) -> int | None:
         """What ``vestige compact`` rewrites a file in (``connection.PAGE_SIZE``); None in memory."""
         return None if self._db.in_memory else PAGE_SIZE
