@@ -49,6 +49,11 @@ class Embedder(ABC):
     def count_tokens(self, text: str) -> int:
         return len(self.token_spans(text))
 
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of many texts; a model whose tokenizer reads a batch in one call overrides
+        this (the chunker and ``embed`` count every text of a write at once)."""
+        return [self.count_tokens(t) for t in texts]
+
     def pieces(self, text: str, limit: int | None = None) -> list[tuple[str, int]]:
         """Split a text into pieces of at most limit (default: the window) tokens at token
         boundaries: (piece, n_tokens). A word cut between two sub-word tokens can re-tokenise
@@ -83,13 +88,14 @@ class Embedder(ABC):
         owners: list[int] = []
         weights: list[int] = []
         flat: list[str] = []
-        for i, text in enumerate(texts):
-            for piece, n in self.pieces(text):
+        # Counted in one batch; only a text longer than the window is cut (and counted again).
+        for i, (text, n) in enumerate(zip(texts, self.count_tokens_many(texts))):
+            for piece, n in [(text, max(n, 1))] if n <= self.window else self.pieces(text):
                 owners.append(i)
                 weights.append(n)
                 flat.append(piece)
-        # Sort by length so each batch pads little; restore the order afterwards.
-        order = sorted(range(len(flat)), key=lambda j: len(flat[j]))
+        # Sort by tokens so each batch pads little; restore the order afterwards.
+        order = sorted(range(len(flat)), key=lambda j: weights[j])
         piece_vecs = np.zeros((len(flat), self.dim), dtype=np.float32)
         for b in range(0, len(order), self.batch_size):
             idx = order[b : b + self.batch_size]
