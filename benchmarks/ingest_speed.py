@@ -42,12 +42,14 @@ STAGES = ("parse", "validate", "chunk", "embed", "bm25_terms", "write")
 # -- the two workers (each runs in a fresh process, PYTHONPATH=<tree>/src) --------------------------
 
 def _timed(table: dict[str, float], stage: str, fn):
+    """fn, adding its wall seconds to table[stage] (and its CPU seconds, all threads, to table[stage + "_cpu"])."""
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return fn(*args, **kwargs)
         finally:
             table[stage] = table.get(stage, 0.0) + time.perf_counter() - start
+            table[stage + "_cpu"] = table.get(stage + "_cpu", 0.0) + time.process_time() - cpu
     return wrapper
 
 
@@ -81,16 +83,17 @@ def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["ingest", vault, "--db", os.path.join(tmp, "m.sqlite"), "--embedder", "minilm",
                 "--batch", str(batch), "--json"]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             main.main(argv, standalone_mode=False)
         finally:
-            wall = time.perf_counter() - start
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     Path(texts_out).write_text(json.dumps(calls), encoding="utf-8")
     total = wall - table.get("model_load", 0.0)
-    stages = {s: table.get(s, 0.0) for s in STAGES}
+    stages = {s: table.get(s, 0.0) for s in STAGES}  # wall seconds, nested stages apart
     stages["other"] = total - sum(stages.values())
-    return {"seconds": total, "stages": stages, "model_load": table.get("model_load", 0.0),
+    return {"seconds": total, "cpu_seconds": cpu - table.get("model_load_cpu", 0.0), "stages": stages,
+            "model_load": table.get("model_load", 0.0),
             "embed_calls": len(calls), "texts": sum(map(len, calls))}
 
 
@@ -100,12 +103,12 @@ def embed_worker(texts_in: str) -> dict:
 
     calls = json.loads(Path(texts_in).read_text(encoding="utf-8"))
     embedder = get_embedder("minilm")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for texts in calls:
         embedder.embed_passages(texts)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     tokens = sum(embedder.count_tokens(t) for texts in calls for t in texts)
-    return {"seconds": seconds, "tokens": tokens, "texts": sum(map(len, calls)), "chars": sum(len(t) for c in calls for t in c)}
+    return {"seconds": seconds, "cpu_seconds": cpu, "tokens": tokens, "texts": sum(map(len, calls)), "chars": sum(len(t) for c in calls for t in c)}
 
 
 # -- the driver ---------------------------------------------------------------------------------------
@@ -133,15 +136,16 @@ def commit_of(tree: Path) -> str:
 
 
 def summarise(runs: list[dict]) -> dict:
-    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
     ingest = [r["ingest"]["seconds"] for r in runs]
     alone = [r["embed"]["seconds"] for r in runs]
     tokens = runs[0]["embed"]["tokens"]
     stages = {s: statistics.median(r["ingest"]["stages"][s] for r in runs) for s in (*STAGES, "other")}
-    del med
     return {
         "ingest_seconds": statistics.median(ingest), "embedder_alone_seconds": statistics.median(alone),
         "ratio": statistics.median(i / a for i, a in zip(ingest, alone)),
+        "cpu_ratio": statistics.median(r["ingest"]["cpu_seconds"] / r["embed"]["cpu_seconds"] for r in runs),
+        "ingest_cpu_seconds": statistics.median(r["ingest"]["cpu_seconds"] for r in runs),
+        "embedder_alone_cpu_seconds": statistics.median(r["embed"]["cpu_seconds"] for r in runs),
         "tokens": tokens, "ingest_tokens_per_s": tokens / statistics.median(ingest),
         "embedder_tokens_per_s": tokens / statistics.median(alone),
         "stages": stages, "model_load_seconds": statistics.median(r["ingest"]["model_load"] for r in runs),
@@ -154,7 +158,8 @@ def table(results: dict) -> str:
     for name, s in results.items():
         total = s["ingest_seconds"]
         lines.append(f"\n{name}: ingest {total:.1f} s, embedder alone {s['embedder_alone_seconds']:.1f} s, "
-                     f"ratio {s['ratio']:.3f}; {s['tokens']} tokens: ingest {s['ingest_tokens_per_s']:.0f} tok/s, "
+                     f"ratio {s['ratio']:.3f} (CPU seconds {s['ingest_cpu_seconds']:.1f} / "
+                     f"{s['embedder_alone_cpu_seconds']:.1f}, ratio {s['cpu_ratio']:.3f}); {s['tokens']} tokens: ingest {s['ingest_tokens_per_s']:.0f} tok/s, "
                      f"embedder {s['embedder_tokens_per_s']:.0f} tok/s (model load {s['model_load_seconds']:.2f} s apart)")
         lines.append(f"  {'stage':<11} {'seconds':>8} {'share':>7}")
         for stage, sec in s["stages"].items():
@@ -195,8 +200,9 @@ def main() -> None:
                     run = {"ingest": run_worker(tree, ["ingest", str(args.vault), texts, str(args.batch)])}
                     run["embed"] = run_worker(tree, ["embed", texts])
                 runs[name].append(run)
-                print(f"repeat {repeat + 1} {name}: ingest {run['ingest']['seconds']:.1f} s, "
-                      f"embedder alone {run['embed']['seconds']:.1f} s", file=sys.stderr, flush=True)
+                print(f"repeat {repeat + 1} {name}: ingest {run['ingest']['seconds']:.1f} s "
+                      f"({run['ingest']['cpu_seconds']:.1f} CPU s), embedder alone {run['embed']['seconds']:.1f} s "
+                      f"({run['embed']['cpu_seconds']:.1f} CPU s)", file=sys.stderr, flush=True)
     results = {name: summarise(r) for name, r in runs.items()}
     print(table(results))
     if args.out:
