@@ -53,6 +53,15 @@ def _timed(table: dict[str, float], stage: str, fn):
     return wrapper
 
 
+def pin_threads(threads: int) -> None:
+    """Every MiniLM embedder of this process runs ONNX on ``threads`` threads (0: its default)."""
+    from vestige.embed import onnx_minilm
+
+    init = onnx_minilm.MiniLMOnnxEmbedder.__init__
+    if threads:
+        onnx_minilm.MiniLMOnnxEmbedder.__init__ = lambda self, *a, **k: init(self, *a, **{**k, "threads": threads})
+
+
 def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
     """`vestige ingest` on the vault with a timer on each stage; records the texts embedded."""
     import vestige.importers as importers
@@ -174,10 +183,13 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[], help="NAME=PATH of a source tree (repeatable; default after=.)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch", type=int, default=64, help="vestige ingest --batch")
+    parser.add_argument("--threads", type=int, default=0, help="ONNX threads in both workers (0: onnxruntime's "
+                        "default, every core); 1 makes CPU seconds a steady measure on a busy machine")
     parser.add_argument("--out", type=Path, help="folder for results.json and manifest.json")
     args = parser.parse_args()
     if args.worker:
-        kind, *rest = args.worker
+        kind, threads, *rest = args.worker
+        pin_threads(int(threads))
         out = ingest_worker(rest[0], rest[1], int(rest[2])) if kind == "ingest" else embed_worker(rest[0])
         print(json.dumps(out))
         return
@@ -191,14 +203,14 @@ def main() -> None:
             for name, tree in trees.items():
                 texts = os.path.join(tmp, f"{name}.json")
                 if not os.path.exists(texts):  # the first ingest records the texts the embedder alone reads
-                    run = {"ingest": run_worker(tree, ["ingest", str(args.vault), texts, str(args.batch)])}
-                    run["embed"] = run_worker(tree, ["embed", texts])
+                    run = {"ingest": run_worker(tree, ["ingest", str(args.threads), str(args.vault), texts, str(args.batch)])}
+                    run["embed"] = run_worker(tree, ["embed", str(args.threads), texts])
                 elif repeat % 2:
-                    run = {"embed": run_worker(tree, ["embed", texts])}
-                    run["ingest"] = run_worker(tree, ["ingest", str(args.vault), texts, str(args.batch)])
+                    run = {"embed": run_worker(tree, ["embed", str(args.threads), texts])}
+                    run["ingest"] = run_worker(tree, ["ingest", str(args.threads), str(args.vault), texts, str(args.batch)])
                 else:
-                    run = {"ingest": run_worker(tree, ["ingest", str(args.vault), texts, str(args.batch)])}
-                    run["embed"] = run_worker(tree, ["embed", texts])
+                    run = {"ingest": run_worker(tree, ["ingest", str(args.threads), str(args.vault), texts, str(args.batch)])}
+                    run["embed"] = run_worker(tree, ["embed", str(args.threads), texts])
                 runs[name].append(run)
                 print(f"repeat {repeat + 1} {name}: ingest {run['ingest']['seconds']:.1f} s "
                       f"({run['ingest']['cpu_seconds']:.1f} CPU s), embedder alone {run['embed']['seconds']:.1f} s "
@@ -208,7 +220,7 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         payload = {"vault": vault_facts(args.vault), "vault_path": str(args.vault), "repeats": args.repeats,
-                   "batch": args.batch, "load_average": os.getloadavg(), "cpus": os.cpu_count(),
+                   "batch": args.batch, "threads": args.threads, "load_average": os.getloadavg(), "cpus": os.cpu_count(),
                    "trees": {name: {"path": str(tree), "commit": commit_of(tree)} for name, tree in trees.items()},
                    "results": results, "runs": runs}
         (args.out / "results.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
