@@ -62,6 +62,34 @@ def pin_threads(threads: int) -> None:
         onnx_minilm.MiniLMOnnxEmbedder.__init__ = lambda self, *a, **k: init(self, *a, **{**k, "threads": threads})
 
 
+class _NoModel:
+    """Stands for the ONNX session: returns zeros at once, so only the work around the model is timed."""
+
+    def __init__(self, session):
+        self._inputs = session.get_inputs()
+
+    def get_inputs(self):
+        return self._inputs
+
+    def run(self, _names, feed):
+        import numpy as np
+
+        ids = feed["input_ids"]
+        return [np.zeros((*ids.shape, 384), np.float32)]
+
+
+def stub_model() -> None:
+    """Every MiniLM embedder of this process skips the model (--no-model: the cost beyond it)."""
+    from vestige.embed import onnx_minilm
+
+    init = onnx_minilm.MiniLMOnnxEmbedder.__init__
+
+    def without_model(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._session = _NoModel(self._session)
+    onnx_minilm.MiniLMOnnxEmbedder.__init__ = without_model
+
+
 def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
     """`vestige ingest` on the vault with a timer on each stage; records the texts embedded."""
     import vestige.importers as importers
@@ -185,11 +213,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="vestige ingest --batch")
     parser.add_argument("--threads", type=int, default=0, help="ONNX threads in both workers (0: onnxruntime's "
                         "default, every core); 1 makes CPU seconds a steady measure on a busy machine")
+    parser.add_argument("--no-model", action="store_true", help="skip the model itself (its output zeros) in both "
+                        "workers: what remains is the work around it, which is what ingest adds")
     parser.add_argument("--out", type=Path, help="folder for results.json and manifest.json")
     args = parser.parse_args()
     if args.worker:
         kind, threads, *rest = args.worker
-        pin_threads(int(threads))
+        pin_threads(abs(int(threads)))
+        if threads.startswith("-"):  # --no-model
+            stub_model()
         out = ingest_worker(rest[0], rest[1], int(rest[2])) if kind == "ingest" else embed_worker(rest[0])
         print(json.dumps(out))
         return
@@ -198,19 +230,20 @@ def main() -> None:
     trees = dict(t.split("=", 1) for t in args.tree) if args.tree else {"after": "."}
     trees = {name: Path(path).resolve() for name, path in trees.items()}
     runs: dict[str, list[dict]] = {name: [] for name in trees}
+    threads = f"-{args.threads}" if args.no_model else str(args.threads)  # the workers' flag: "-N" skips the model
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for name, tree in trees.items():
                 texts = os.path.join(tmp, f"{name}.json")
                 if not os.path.exists(texts):  # the first ingest records the texts the embedder alone reads
-                    run = {"ingest": run_worker(tree, ["ingest", str(args.threads), str(args.vault), texts, str(args.batch)])}
-                    run["embed"] = run_worker(tree, ["embed", str(args.threads), texts])
+                    run = {"ingest": run_worker(tree, ["ingest", threads, str(args.vault), texts, str(args.batch)])}
+                    run["embed"] = run_worker(tree, ["embed", threads, texts])
                 elif repeat % 2:
-                    run = {"embed": run_worker(tree, ["embed", str(args.threads), texts])}
-                    run["ingest"] = run_worker(tree, ["ingest", str(args.threads), str(args.vault), texts, str(args.batch)])
+                    run = {"embed": run_worker(tree, ["embed", threads, texts])}
+                    run["ingest"] = run_worker(tree, ["ingest", threads, str(args.vault), texts, str(args.batch)])
                 else:
-                    run = {"ingest": run_worker(tree, ["ingest", str(args.threads), str(args.vault), texts, str(args.batch)])}
-                    run["embed"] = run_worker(tree, ["embed", str(args.threads), texts])
+                    run = {"ingest": run_worker(tree, ["ingest", threads, str(args.vault), texts, str(args.batch)])}
+                    run["embed"] = run_worker(tree, ["embed", threads, texts])
                 runs[name].append(run)
                 print(f"repeat {repeat + 1} {name}: ingest {run['ingest']['seconds']:.1f} s "
                       f"({run['ingest']['cpu_seconds']:.1f} CPU s), embedder alone {run['embed']['seconds']:.1f} s "
@@ -220,7 +253,7 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         payload = {"vault": vault_facts(args.vault), "vault_path": str(args.vault), "repeats": args.repeats,
-                   "batch": args.batch, "threads": args.threads, "load_average": os.getloadavg(), "cpus": os.cpu_count(),
+                   "batch": args.batch, "threads": args.threads, "no_model": args.no_model, "load_average": os.getloadavg(), "cpus": os.cpu_count(),
                    "trees": {name: {"path": str(tree), "commit": commit_of(tree)} for name, tree in trees.items()},
                    "results": results, "runs": runs}
         (args.out / "results.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
