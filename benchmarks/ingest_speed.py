@@ -113,9 +113,9 @@ def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
     calls: list[list[str]] = []
     embed_passages = Embedder.embed_passages
 
-    def recording(self, texts, progress=None):
+    def recording(self, texts, progress=None, **counts):
         calls.append(list(texts))
-        return embed_passages(self, texts, progress)
+        return embed_passages(self, texts, progress, **counts)
 
     importers.read_all = _timed(table, "parse", importers.read_all)
     validate.check_session = _timed(table, "validate", validate.check_session)

@@ -1,6 +1,7 @@
 """Ingest does no work beyond what embedding needs (issue 28 item 5): the tokenizer reads each text
-once per stage, the embedder counts a call's texts in one batch and cuts only those over its
-window. Counted, never timed (benchmarks/ingest_speed.py has the seconds)."""
+of a note once (the chunker's counts are handed to the embedder, not counted again), the embedder
+counts a call's texts in one batch and cuts only those over its window. Counted, never timed
+(benchmarks/ingest_speed.py has the seconds)."""
 
 from __future__ import annotations
 
@@ -45,10 +46,17 @@ def test_a_long_note_is_tokenized_once_per_stage(tmp_path):
     memory.close()
     assert embedder.tokenized[note] == 1  # the message, counted once to learn it must be split
     assert [embedder.tokenized[p] for p in paragraphs] == [1] * len(paragraphs)  # each piece once, not twice
-    chunk_texts = [t for t in embedder.tokenized if t != note and t not in paragraphs]
-    assert chunk_texts and all(embedder.tokenized[t] == 1 for t in chunk_texts)  # each chunk once, by embed
-    assert report.chunks == len(chunk_texts) > 1
-    assert not embedder.cut  # every chunk fits the window: embed cut none
+    # the chunks' texts are not read again: the chunker's counts go to the embedder
+    assert set(embedder.tokenized) == {note, *paragraphs}
+    assert embedder.batch_counts == [1]  # the chunker's one call for the session's one message
+    assert report.chunks > 1 and not embedder.cut  # every chunk fits the window: embed cut none
+
+
+def test_counts_given_to_the_embedder_give_the_same_vectors():
+    texts = [_paragraph(n) for n in range(5)] + [" ".join(_paragraph(n) for n in range(10))]
+    counting = CountingEmbedder()
+    counts = counting.count_tokens_many(texts)
+    assert (counting.embed_passages(texts, counts=counts) == CountingEmbedder().embed_passages(texts)).all()
 
 
 def test_embed_counts_a_call_in_one_batch_and_cuts_only_long_texts():

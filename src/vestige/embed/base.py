@@ -27,6 +27,10 @@ class Embedder(ABC):
     special_tokens: int = 2
     batch_size: int = 32
     #: Best cosine under which search answers "nothing relevant" (``Memory(floor="cosine")``).
+    #: Whether the tokenizer splits at whitespace, so a text's tokens are its lines' tokens added
+    #: up: then a chunk's count (the sum of its turns') is its text's, and ingest passes it to
+    #: ``embed_passages`` instead of counting again. False unless a model says so.
+    whitespace_splits: bool = False
     #: Calibrated per model on real data; None: this model has no calibrated floor.
     relevance_floor: float | None = None
     #: The floor that also reads the question and the lexical index (``Memory(floor="auto")``,
@@ -77,9 +81,12 @@ class Embedder(ABC):
         return out
 
     def embed(
-        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+        counts: Sequence[int] | None = None,
     ) -> np.ndarray:
-        """Embed any number of texts of any length; returns normalised float32 vectors."""
+        """Embed any number of texts of any length; returns normalised float32 vectors.
+        ``counts``: the texts' token counts when the caller has them (the chunker does), so the
+        tokenizer does not read the texts once more to learn them."""
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidInput(f"text #{i} to embed is {type(text).__name__}, not str")
@@ -88,8 +95,10 @@ class Embedder(ABC):
         owners: list[int] = []
         weights: list[int] = []
         flat: list[str] = []
-        # Counted in one batch; only a text longer than the window is cut (and counted again).
-        for i, (text, n) in enumerate(zip(texts, self.count_tokens_many(texts))):
+        if counts is None or len(counts) != len(texts):
+            counts = self.count_tokens_many(texts)  # one batch
+        # Only a text longer than the window is cut (and counted again).
+        for i, (text, n) in enumerate(zip(texts, counts)):
             for piece, n in [(text, max(n, 1))] if n <= self.window else self.pieces(text):
                 owners.append(i)
                 weights.append(n)
@@ -116,10 +125,11 @@ class Embedder(ABC):
     # is asked differently: it overrides these two. The library calls them, never ``embed``.
 
     def embed_passages(
-        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+        counts: Sequence[int] | None = None,
     ) -> np.ndarray:
         """Vectors of what is stored and searched (chunks); by default ``embed``."""
-        return self.embed(texts, progress)
+        return self.embed(texts, progress, counts)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of one search's query texts (the question, and with its previous turn); by
