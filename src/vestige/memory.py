@@ -287,7 +287,7 @@ class Memory:
             return np.stack([rows[t] for t in texts])
         if self.cache is not None:
             return self.cache.embed_int8(self.embedder, texts, progress)
-        if counts and self.embedder.whitespace_splits and all(t in counts for t in texts):
+        if counts and getattr(self.embedder, "whitespace_splits", False) and all(t in counts for t in texts):
             return quantize(self.embedder.embed_passages(texts, progress, counts=[counts[t] for t in texts]))
         return quantize(self.embedder.embed_passages(texts, progress))
 

@@ -129,6 +129,8 @@ class Embedder(ABC):
         counts: Sequence[int] | None = None,
     ) -> np.ndarray:
         """Vectors of what is stored and searched (chunks); by default ``embed``."""
+        if counts is None:  # an embedder whose own ``embed`` predates ``counts`` still works
+            return self.embed(texts, progress)
         return self.embed(texts, progress, counts)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
