@@ -26,11 +26,11 @@ class Embedder(ABC):
     #: Tokens the window spends on special tokens ([CLS], [SEP]).
     special_tokens: int = 2
     batch_size: int = 32
-    #: Best cosine under which search answers "nothing relevant" (``Memory(floor="cosine")``).
     #: Whether the tokenizer splits at whitespace, so a text's tokens are its lines' tokens added
     #: up: then a chunk's count (the sum of its turns') is its text's, and ingest passes it to
     #: ``embed_passages`` instead of counting again. False unless a model says so.
     whitespace_splits: bool = False
+    #: Best cosine under which search answers "nothing relevant" (``Memory(floor="cosine")``).
     #: Calibrated per model on real data; None: this model has no calibrated floor.
     relevance_floor: float | None = None
     #: The floor that also reads the question and the lexical index (``Memory(floor="auto")``,
