@@ -271,21 +271,24 @@ class Memory:
 
     def _embed_int8(
         self, texts: Sequence[str], progress: Callable[[int], None] | None,
-        known: dict[str, np.ndarray] | None = None,
+        known: dict[str, np.ndarray] | None = None, counts: dict[str, int] | None = None,
     ) -> np.ndarray:
-        """int8 vectors of texts; ``known`` (text -> vector) is used first and filled in."""
+        """int8 vectors of texts; ``known`` (text -> vector) is used first and filled in;
+        ``counts`` (text -> tokens, from the chunker) spares the embedder counting them again."""
         if known is not None:
             missing = [t for t in dict.fromkeys(texts) if t not in known]
-            known.update(zip(missing, self._embed_int8(missing, progress)))
+            known.update(zip(missing, self._embed_int8(missing, progress, counts=counts)))
             return np.stack([known[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.int8)
         if not texts:
             return np.zeros((0, self.embedder.dim), np.int8)
         unique = list(dict.fromkeys(texts))
         if len(unique) < len(texts):  # identical texts (a repeated paragraph, a template) embedded once
-            rows = dict(zip(unique, self._embed_int8(unique, progress)))
+            rows = dict(zip(unique, self._embed_int8(unique, progress, counts=counts)))
             return np.stack([rows[t] for t in texts])
         if self.cache is not None:
             return self.cache.embed_int8(self.embedder, texts, progress)
+        if counts and getattr(self.embedder, "whitespace_splits", False) and all(t in counts for t in texts):
+            return quantize(self.embedder.embed_passages(texts, progress, counts=[counts[t] for t in texts]))
         return quantize(self.embedder.embed_passages(texts, progress))
 
     def _index(self, chunks: list[Chunk], vectors: np.ndarray) -> list[IndexedChunk]:
@@ -308,7 +311,10 @@ class Memory:
         """Embed every dense chunk in one pass, then store all items in one transaction
         (``archive``: the items replaced are kept as versions)."""
         texts = [c.dense_text for _, chunks in todo for c in chunks if c.dense]
-        vectors = self._embed_int8(texts, progress, known)
+        # A chunk whose vector reads all of it was counted by vestige's chunker: its count is its text's.
+        counts = {} if self._chunker is not None else {
+            c.text: c.n_tokens for _, chunks in todo for c in chunks if c.dense and c.embed_text is None}
+        vectors = self._embed_int8(texts, progress, known, counts)
         items, start = [], 0
         for item, chunks in todo:
             n_dense = sum(c.dense for c in chunks)

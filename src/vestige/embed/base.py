@@ -26,6 +26,10 @@ class Embedder(ABC):
     #: Tokens the window spends on special tokens ([CLS], [SEP]).
     special_tokens: int = 2
     batch_size: int = 32
+    #: Whether the tokenizer splits at whitespace, so a text's tokens are its lines' tokens added
+    #: up: then a chunk's count (the sum of its turns') is its text's, and ingest passes it to
+    #: ``embed_passages`` instead of counting again. False unless a model says so.
+    whitespace_splits: bool = False
     #: Best cosine under which search answers "nothing relevant" (``Memory(floor="cosine")``).
     #: Calibrated per model on real data; None: this model has no calibrated floor.
     relevance_floor: float | None = None
@@ -48,6 +52,11 @@ class Embedder(ABC):
 
     def count_tokens(self, text: str) -> int:
         return len(self.token_spans(text))
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of many texts; a model whose tokenizer reads a batch in one call overrides
+        this (the chunker and ``embed`` count every text of a write at once)."""
+        return [self.count_tokens(t) for t in texts]
 
     def pieces(self, text: str, limit: int | None = None) -> list[tuple[str, int]]:
         """Split a text into pieces of at most limit (default: the window) tokens at token
@@ -72,9 +81,12 @@ class Embedder(ABC):
         return out
 
     def embed(
-        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+        counts: Sequence[int] | None = None,
     ) -> np.ndarray:
-        """Embed any number of texts of any length; returns normalised float32 vectors."""
+        """Embed any number of texts of any length; returns normalised float32 vectors.
+        ``counts``: the texts' token counts when the caller has them (the chunker does), so the
+        tokenizer does not read the texts once more to learn them."""
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidInput(f"text #{i} to embed is {type(text).__name__}, not str")
@@ -83,13 +95,16 @@ class Embedder(ABC):
         owners: list[int] = []
         weights: list[int] = []
         flat: list[str] = []
-        for i, text in enumerate(texts):
-            for piece, n in self.pieces(text):
+        if counts is None or len(counts) != len(texts):
+            counts = self.count_tokens_many(texts)  # one batch
+        # Only a text longer than the window is cut (and counted again).
+        for i, (text, n) in enumerate(zip(texts, counts)):
+            for piece, n in [(text, max(n, 1))] if n <= self.window else self.pieces(text):
                 owners.append(i)
                 weights.append(n)
                 flat.append(piece)
-        # Sort by length so each batch pads little; restore the order afterwards.
-        order = sorted(range(len(flat)), key=lambda j: len(flat[j]))
+        # Sort by tokens so each batch pads little; restore the order afterwards.
+        order = sorted(range(len(flat)), key=lambda j: weights[j])
         piece_vecs = np.zeros((len(flat), self.dim), dtype=np.float32)
         for b in range(0, len(order), self.batch_size):
             idx = order[b : b + self.batch_size]
@@ -110,10 +125,13 @@ class Embedder(ABC):
     # is asked differently: it overrides these two. The library calls them, never ``embed``.
 
     def embed_passages(
-        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+        counts: Sequence[int] | None = None,
     ) -> np.ndarray:
         """Vectors of what is stored and searched (chunks); by default ``embed``."""
-        return self.embed(texts, progress)
+        if counts is None:  # an embedder whose own ``embed`` predates ``counts`` still works
+            return self.embed(texts, progress)
+        return self.embed(texts, progress, counts)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of one search's query texts (the question, and with its previous turn); by

@@ -15,6 +15,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 class HashEmbedder(Embedder):
     special_tokens = 0
+    whitespace_splits = True  # words are runs of \w
 
     def __init__(self, dim: int = 64, max_tokens: int = 64):
         self.dim = dim

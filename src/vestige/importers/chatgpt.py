@@ -19,7 +19,9 @@ indexed). Each message's ``create_time`` is its time. Along the branch:
   ``system`` message is kept as system;
 - an assistant message addressed to a tool (``recipient`` other than ``all``: code for
   ``python``, a search for ``web``, a ``bio`` memory update) becomes a ``tool`` message
-  ``called tool RECIPIENT(...)`` shortened to 200 characters;
+  ``called tool RECIPIENT(...)`` shortened to 200 characters, except a canvas document
+  (``canmore.create_textdoc``, JSON ``{"name", "content"}``): written with the user, it is kept
+  whole as an assistant message ``[canvas NAME]`` followed by its text;
 - a ``tool`` message (code output, browsing results) becomes ``NAME returned: OUTPUT``, the
   output shortened to 2,000 characters.
 
@@ -28,6 +30,7 @@ A conversation with nothing left is skipped.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,6 +49,7 @@ from .base import (
     tool_result,
 )
 
+CANVAS = "canmore.create_textdoc"  # the tool that creates a canvas document
 SKIPPED_CONTENT = ("thoughts", "reasoning_recap", "user_editable_context", "model_editable_context", "system_error")
 
 
@@ -105,6 +109,19 @@ def current_branch(mapping: dict[str, Any], current: Any, where: str) -> list[di
     return branch
 
 
+def canvas_document(text: str) -> str | None:
+    """The text of a canvas document ``canmore.create_textdoc`` creates, headed by its name, or None
+    when the call does not hold one."""
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("content"), str) or not doc["content"].strip():
+        return None
+    name = doc.get("name") if isinstance(doc.get("name"), str) and doc["name"].strip() else "document"
+    return f"{placeholder(f'canvas {name}')}\n{doc['content']}"
+
+
 def convert_node(node: dict[str, Any]) -> dict[str, Any] | None:
     """A node's message as a vestige message, or None when there is nothing to keep."""
     msg = node.get("message")
@@ -120,6 +137,8 @@ def convert_node(node: dict[str, Any]) -> dict[str, Any] | None:
         return None
     time = msg.get("create_time")
     recipient = msg.get("recipient")
+    if role == "assistant" and recipient == CANVAS and (document := canvas_document(text)) is not None:
+        return message("assistant", document, time)
     if role == "assistant" and recipient not in (None, "all"):
         return message("tool", tool_call(recipient, text), time)
     if role == "tool":

@@ -12,7 +12,11 @@ message's ``created_at`` is its time; ``human`` is the user. A message is read f
 - ``text`` blocks are kept verbatim (consecutive ones joined by blank lines);
 - ``tool_use`` becomes a ``tool`` message ``called tool NAME(INPUT)`` (200 characters),
   ``tool_result`` a ``tool`` message ``NAME returned: OUTPUT`` (2,000 characters);
-- ``thinking`` (extended thinking) is skipped; an image block is noted as ``[image]``;
+- ``thinking`` (extended thinking) is skipped; an image block is noted as ``[image]``; a
+  ``voice_note`` block (dictation) is kept as its ``transcript`` (or ``text``);
+- when no block is of a kind read here (text, tool_use, tool_result, thinking, image,
+  voice_note, token_budget), the message's ``text`` is read instead: blocks of a newer kind never
+  drop a message's words;
 - attachments and files are named at the end of the message (``[attached file notes.pdf]``);
   their extracted text is not imported.
 
@@ -40,6 +44,7 @@ from .base import (
 )
 
 SENDERS = {"human": "user", "assistant": "assistant"}
+KNOWN_BLOCKS = ("text", "tool_use", "tool_result", "thinking", "image", "voice_note", "token_budget")
 
 
 def block_text(content: Any) -> str:
@@ -66,7 +71,8 @@ def convert_message(raw: Any, where: str) -> list[dict[str, Any]]:
             texts.clear()
 
     blocks = raw.get("content")
-    if isinstance(blocks, list) and blocks:
+    understood = isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") in KNOWN_BLOCKS for b in blocks)
+    if understood:
         for block in blocks:
             if not isinstance(block, dict):
                 continue
@@ -84,6 +90,10 @@ def convert_message(raw: Any, where: str) -> list[dict[str, Any]]:
                                                            failed=bool(block.get("is_error"))), time))
             elif kind == "image":
                 texts.append(placeholder("image"))
+            elif kind == "voice_note":
+                spoken = next((block[k] for k in ("transcript", "text") if isinstance(block.get(k), str)), "")
+                if spoken.strip():
+                    texts.append(spoken.strip())
     elif isinstance(raw.get("text"), str) and raw["text"].strip():
         texts.append(raw["text"].strip())
     names = [f.get("file_name") for key in ("attachments", "files") for f in (raw.get(key) or [])

@@ -57,37 +57,38 @@ def split_code_fences(text: str) -> list[tuple[str, bool]]:
     return [(s, code) for s, code in segments if s.strip()]
 
 
-def _split_prose(text: str, embedder: Embedder, limit: int) -> list[str]:
-    """Split prose that exceeds the limit: paragraphs, then sentences, then token windows."""
-    out: list[str] = []
+def _split_prose(text: str, embedder: Embedder, limit: int) -> list[tuple[str, int]]:
+    """Split prose that exceeds the limit: paragraphs, then sentences, then token windows;
+    (piece, its tokens), each piece counted once."""
+    out: list[tuple[str, int]] = []
     for paragraph in re.split(r"\n\s*\n", text):
-        if not paragraph.strip():
+        if not (paragraph := paragraph.strip()):
             continue
-        if embedder.count_tokens(paragraph) <= limit:
-            out.append(paragraph.strip())
+        if (n := embedder.count_tokens(paragraph)) <= limit:
+            out.append((paragraph, n))
             continue
         for sentence in _SENTENCE_END.split(paragraph):
-            if not sentence.strip():
+            if not (sentence := sentence.strip()):
                 continue
-            if embedder.count_tokens(sentence) <= limit:
-                out.append(sentence.strip())
+            if (n := embedder.count_tokens(sentence)) <= limit:
+                out.append((sentence, n))
             else:
-                out.extend(piece.strip() for piece, _ in embedder.pieces(sentence, limit))
+                out.extend((piece.strip(), n) for piece, n in embedder.pieces(sentence, limit))
     return out
 
 
-def _units(turn: int, message: Message, embedder: Embedder, limit: int) -> list[_Unit]:
-    n = embedder.count_tokens(message.content)
+def _units(turn: int, message: Message, n: int, embedder: Embedder, limit: int) -> list[_Unit]:
+    """The units of a message of ``n`` tokens."""
     if n <= limit:
         return [_Unit(message.content.strip(), n, turn, message.role)]
     units: list[_Unit] = []
     for segment, is_code in split_code_fences(message.content):
         if is_code:
-            pieces = [segment.strip("\n")]
+            code = segment.strip("\n")
+            pieces = [(code, embedder.count_tokens(code))]
         else:
             pieces = _split_prose(segment, embedder, limit)
-        for piece in pieces:
-            units.append(_Unit(piece, embedder.count_tokens(piece), turn, message.role))
+        units += [_Unit(piece, n_piece, turn, message.role) for piece, n_piece in pieces]
     return units
 
 
@@ -156,12 +157,9 @@ def chunk_session(
     """
     plan = get_plan(plan)
     limit = min(max_tokens or embedder.window, embedder.window)
-    all_units = [
-        unit
-        for turn, message in enumerate(messages)
-        if message.content.strip()
-        for unit in _units(turn, message, embedder, limit)
-    ]
+    turns = [(turn, message) for turn, message in enumerate(messages) if message.content.strip()]
+    counts = embedder.count_tokens_many([message.content for _, message in turns])  # one call per session
+    all_units = [unit for (turn, message), n in zip(turns, counts) for unit in _units(turn, message, n, embedder, limit)]
     chunks: list[Chunk] = []
     for chunk_set in plan.sets:
         units = [u for u in all_units if chunk_set.keeps(u.role)]
