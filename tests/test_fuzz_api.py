@@ -525,13 +525,21 @@ def draw_location(d: Any, folder: Path) -> Any:
         return d(st.sampled_from(SPECIAL_PATHS)).format(folder=folder)
     if kind == "text":
         return f"{folder}/{d(PATH_TEXT)}"
-    return d(ANYTHING)
+    return inside(folder, d(ANYTHING))
+
+
+def inside(folder: Path, value: Any) -> Any:
+    """A drawn text as a path in the scratch folder (a text starting with "/" made files at the
+    root of the disk); any other value as drawn."""
+    return f"{folder}/{value}" if isinstance(value, str) else value
 
 
 def construct_and_search(folder: Path, d: Any) -> None:
     """Memory(...) with a drawn location and options; when it opens, one search and close."""
     options = {name: d(ANY_VALUE) for name in d(st.lists(MEMORY_OPTIONS, max_size=3, unique=True))}
     options.setdefault("embedder", "hash")  # a drawn name of a real model would load it: minutes
+    if "embed_cache" in options:
+        options["embed_cache"] = inside(folder, options["embed_cache"])
     location = draw_location(d, folder)
     with contextlib.chdir(folder):  # a drawn relative path (embed_cache) lands in the scratch folder
         memory = Memory(location, **options)
@@ -567,7 +575,7 @@ def _foreign_call(fuzz: Fuzz, folder: Path, method: str, d: Any) -> None:
         elif method == "derive-then-search":
             fuzz.memory.derive(**{d(DERIVE_OPTIONS): d(ANY_VALUE)}).search(d(QUERIES), app=APP, k=3)
         elif method == "backup":
-            fuzz.memory.backup(d(st.one_of(st.builds(lambda name: f"{folder}/{name}", PATH_TEXT), ANYTHING)))
+            fuzz.memory.backup(inside(folder, d(st.one_of(PATH_TEXT, ANYTHING))))
         elif method == "keys.check":
             keys.check(d(st.one_of(PATH_TEXT, ANYTHING)), d(st.one_of(APPS, PATH_TEXT)))
         elif method == "keys.list":

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ...errors import DatabaseNotFound, NotADatabase, StoreError, VestigeError
 from ...files import not_regular
-from .connection import Connection, translate, unknown_schema_objects
+from .connection import Connection, check_sidecars, translate, unknown_schema_objects
 
 BUSY_TIMEOUT_S = 30.0
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -289,6 +289,7 @@ def restore_database(src: str | os.PathLike[str], target: str | os.PathLike[str]
     for named, what in ((src_path, not_regular(src_path)), (path, not_regular(path))):
         if what is not None:  # a FIFO hung the copy; --force renamed the restored file onto a device
             raise StoreError(f"{named} is {what}, not a vestige database (a regular file); nothing was restored")
+    check_sidecars(path)
     if _same_file(src_path, path):
         raise StoreError(f"{src_path} is the database itself; nothing to restore")
     exists = path.exists() or Path(f"{path}-wal").exists()
