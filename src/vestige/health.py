@@ -24,7 +24,7 @@ import numpy as np
 
 from . import lexical
 from .embed.base import dequantize, quantize
-from .lexical import bm25
+from .lexical import bm25, postings
 from .memory import Memory
 from .store.base import LexicalUnavailable
 from .store.open import open_store
@@ -128,15 +128,20 @@ RECALL_SAMPLES = 5  # doctor's graph recall check: each sample is one exact scan
 RECHECKS = 3  # a writer that replaced the sampled chunk meanwhile is no failure: sample again
 
 
-def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
-    """Retrieve the app's most recent chunk from the real index, through each channel.
+#: /health checks the postings of at most this many of the sample's terms (one block read each).
+POSTING_TERMS = 8
+
+
+def check_app_index(memory: Memory, app: str, *, deep: bool = True) -> dict[str, Any]:
+    """Retrieve the app's most recent chunk from the real index, through each channel (``deep``,
+    doctor), or check in a bounded number of reads that the index holds it (/health).
 
     A failure while the app's version moved (another writer replaced or deleted the sampled
     chunk during the check) is not the index's fault: the check runs again on a new sample.
     """
     for _ in range(RECHECKS):
         before = memory.store.app_version(app)
-        out = _check_sample(memory, app)
+        out = _check_sample(memory, app) if deep else _check_sample_held(memory, app)
         if out["ok"] or memory.store.app_version(app) == before:
             return out
     # Every sample was changed under the check: no evidence against the index. Reported as not
@@ -145,20 +150,73 @@ def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
             "unjudged": out}
 
 
+def _agreement(memory: Memory, sample: Any) -> tuple[float, np.ndarray]:
+    """Cosine between the sample's stored vector and its text embedded now, and that vector."""
+    text = sample.embed_text if sample.embed_text is not None else sample.text
+    vector = _embed_checked(memory, [text])
+    stored = dequantize(sample.vector.reshape(1, -1))
+    if stored.shape[1] != vector.shape[1]:
+        raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")
+    return float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0]), vector
+
+
+def _has_posting(memory: Memory, app: str, term: str, chunk_id: int) -> bool:
+    """Whether the lexical index holds ``term`` for the chunk: one block read where the store
+    offers it (SQLite), else the term's whole list."""
+    block, offset = postings.block_of(chunk_id)
+    read_block = getattr(memory.store, "read_posting_block", None)
+    if read_block is not None:
+        data = read_block(app, term, block)
+        blocks = [] if data is None else [data]
+    else:
+        read = memory.store.read_postings(app, [term])
+        blocks = [data for rows in read.blocks.values() for number, data in rows if number == block]
+    return any(offset in postings.unpack(data)[:, 0] for data in blocks)
+
+
+def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:
+    """/health's check of the app's newest chunk, its cost the same at any size: its stored vector
+    agrees with the embedder, the lexical index is complete and current, and it holds the
+    chunk's postings (one block read per term). No search, no graph: those are doctor's."""
+    out: dict[str, Any] = {"ok": True}
+    sample = memory.store.sample_chunk(app)
+    if sample is None:
+        return {"ok": True, "note": "empty"}
+    if sample.vector is not None:
+        start = time.perf_counter()
+        try:
+            agreement, _ = _agreement(memory, sample)
+            out["dense"] = {"ok": agreement >= AGREEMENT, "ms": _ms(start), "agreement": round(agreement, 3)}
+            if agreement < AGREEMENT:
+                out["dense"]["error"] = f"stored vector disagrees with the embedder (cosine {agreement:.2f})"
+        except Exception as exc:
+            out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+    terms = list(dict.fromkeys(lexical.analyze(sample.text)))[:POSTING_TERMS] if sample.lexical else []
+    if sample.lexical:
+        start = time.perf_counter()
+        try:
+            reason = memory.lexical.status(app)
+            missing = [t for t in terms if not _has_posting(memory, app, t, sample.chunk_id)]
+            error = reason or (f"chunk {sample.chunk_id} has no posting for {', '.join(missing)}" if missing else None)
+            out["lexical"] = {"ok": error is None, "ms": _ms(start), "terms": len(terms)}
+            if error:
+                out["lexical"]["error"] = error
+        except Exception as exc:
+            out["lexical"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+    out["ok"] = all(v["ok"] for k, v in out.items() if isinstance(v, dict))
+    return out
+
+
 def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True}
     sample = memory.store.sample_chunk(app)
     if sample is None:
         return {"ok": True, "note": "empty"}
-    chunk_id, text, embed_text = sample.chunk_id, sample.text, sample.embed_text
+    chunk_id, text = sample.chunk_id, sample.text
     if sample.vector is not None:
         start = time.perf_counter()
         try:
-            vector = _embed_checked(memory, [embed_text if embed_text is not None else text])
-            stored = dequantize(sample.vector.reshape(1, -1))
-            if stored.shape[1] != vector.shape[1]:
-                raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")
-            agreement = float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0])
+            agreement, vector = _agreement(memory, sample)
             rank = _found(memory, app, memory.dense.search(app, vector, TOP), chunk_id, text)
             ok = rank is not None and agreement >= AGREEMENT
             out["dense"] = {"ok": ok, "ms": _ms(start), "rank": rank, "agreement": round(agreement, 3)}
@@ -225,13 +283,14 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
         report.add(result["ok"], f"probe {name}: {detail}")
     names = memory.apps() if apps is None else [a for a in apps if a in memory.apps()]
     for app in names:
-        result = check_app_index(memory, app)
+        result = check_app_index(memory, app, deep=deep)
         report.apps[app] = result
         parts = []
         for channel in ("dense", "lexical"):
             if channel in result:
                 r = result[channel]
-                shown = (r.get("note") or f"rank {r['rank']} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
+                held = f"rank {r['rank']}" if "rank" in r else "held"
+                shown = (r.get("note") or f"{held} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
                 parts.append(f"{channel} {shown}")
         # The counts scan the app's rows (linear in its size): doctor shows them, /health not.
         counts = memory.store.counts(app) if deep else None
