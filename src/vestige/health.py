@@ -6,11 +6,14 @@ Two checks, each per channel with its latency:
   a scratch in-memory store, and the probe must come back first through the dense channel and
   through the lexical channel. This fails when the embedder raises, returns garbage (NaN,
   constant or random vectors) or the ranking code is broken.
-* **index**: for each app in the real database, its most recent chunk is read back, re-embedded
-  and searched for in the app's own index: the stored vector must agree with the embedder (a
-  swapped or drifted model fails), the dense channel must return the chunk, and the lexical
-  channel must return it for its own words (missing or corrupt postings fail even when the
-  index's counters look right). Nothing is written to the database.
+* **index**: for each app in the real database, its most recent chunk is read back and
+  re-embedded: the stored vector must agree with the embedder (a swapped or drifted model
+  fails). ``vestige doctor`` (``deep``) then searches for it in the app's own index: the dense
+  channel must return the chunk, and the lexical channel must return it for its own words
+  (missing or corrupt postings fail even when the index's counters look right), and checks the
+  graph's recall. ``/health`` searches nothing, so that its cost is the same at any size: the
+  lexical index must be complete and current and hold the chunk's postings (one block read per
+  word, up to ``POSTING_TERMS``). Nothing is written to the database.
 """
 
 from __future__ import annotations
@@ -256,10 +259,11 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
 def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -> HealthReport:
     """Probe the embedder and both channels, then self-check each app's real index.
 
-    ``apps`` limits the index check (None: every app). ``deep`` (``vestige doctor``) adds the
-    HNSW graph's recall against the exact scan, which reads the app's whole matrix per sample
-    (88-108 s at 1M chunks): ``/health`` runs without it, so that its cost does not grow with
-    the size of an app and no client can keep a server's cores busy with it.
+    ``apps`` limits the index check (None: every app). ``deep`` (``vestige doctor``) searches
+    each app's index for its newest chunk and adds the HNSW graph's recall against the exact
+    scan, which reads the app's whole matrix (88-108 s at 1M chunks before it was bounded):
+    ``/health`` runs without them (``check_app_index(deep=False)``), so that its cost does not
+    grow with the size of an app and no client can keep a server's cores busy with it.
     """
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
