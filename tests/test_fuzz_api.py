@@ -556,7 +556,7 @@ def scratch(tmp_path_factory):
     return folder
 
 
-@settings(max_examples=80, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=50, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_memory_constructor_raises_only_vestige_errors(scratch, data):
     try:

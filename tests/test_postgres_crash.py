@@ -147,12 +147,7 @@ def run_trials(own_server, trials: int, seed: int) -> dict[str, int]:
     return totals
 
 
-def test_postgres_killed_mid_write_loses_nothing(own_server):
-    totals = run_trials(own_server, trials=2, seed=1)
-    assert totals["lost"] == 0 and totals["partial"] == 0, totals
-
-
-@pytest.mark.heavy
+@pytest.mark.heavy  # a server of its own and a writer per trial: about 20 s a trial on 2 busy cores
 def test_postgres_killed_mid_write_heavy(own_server):
     start = time.perf_counter()
     totals = run_trials(own_server, trials=30, seed=2)
