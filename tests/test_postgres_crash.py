@@ -117,10 +117,11 @@ def run_trials(own_server, trials: int, seed: int) -> dict[str, int]:
             kind, sid = line.split()
             if kind == "start":
                 started = sid
+                if len(acked) >= want:  # the next write has begun: kill the server under it
+                    time.sleep(rng.random() * 0.05)
+                    break
             else:
                 acked.append(sid)
-                if len(acked) >= want:
-                    break
         _crash(server)
         writer.kill()  # its next write would only wait for the pool
         writer.wait(timeout=60)
