@@ -19,6 +19,7 @@ Two checks, each per channel with its latency:
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,9 +75,37 @@ def _embed_checked(memory: Memory, texts: list[str]) -> np.ndarray:
     return vectors
 
 
+#: The probe's scratch stores by embedder, kept (with the embedder, so that its id is not reused)
+#: across checks: opening and migrating a new one was most of /health's time.
+_SCRATCH: dict[int, tuple[Any, Memory]] = {}
+_SCRATCH_LOCK = threading.Lock()
+
+
+def _scratch(memory: Memory) -> Memory:
+    """An empty scratch memory for this embedder (its probe app deleted since the last check)."""
+    with _SCRATCH_LOCK:
+        held = _SCRATCH.pop(id(memory.embedder), None)  # taken: a concurrent check opens its own
+    if held is not None and held[0] is memory.embedder:
+        try:
+            if "probe" in held[1].apps():
+                held[1].delete_app("probe")
+            return held[1]
+        except Exception:  # noqa: BLE001 - a scratch store that fails is replaced, not reported
+            held[1].close()
+    return Memory(open_store(":memory:"), embedder=memory.embedder)
+
+
+def _give_back(memory: Memory, scratch: Memory) -> None:
+    with _SCRATCH_LOCK:
+        if len(_SCRATCH) < 4 and id(memory.embedder) not in _SCRATCH:
+            _SCRATCH[id(memory.embedder)] = (memory.embedder, scratch)
+            return
+    scratch.close()
+
+
 def probe_channels(memory: Memory) -> dict[str, dict]:
     """Index the probe in a scratch in-memory store with this embedder; find it per channel."""
-    scratch = Memory(open_store(":memory:"), embedder=memory.embedder)
+    scratch = _scratch(memory)
     out: dict[str, dict] = {}
     try:
         start = time.perf_counter()
@@ -109,7 +138,7 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
         for channel in ("dense", "lexical"):
             out.setdefault(channel, {"ok": False, "error": "not run: embedding failed"})
     finally:
-        scratch.close()
+        _give_back(memory, scratch)
     return out
 
 
