@@ -28,6 +28,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("location", help="a new SQLite file or a PostgreSQL URL")
     parser.add_argument("--checks", type=int, default=40)
+    parser.add_argument("--route", action="store_true", help="check as GET /health does (deep=False), not as doctor")
     args = parser.parse_args()
     memory = Memory(args.location, embedder="hash")
     for i in range(SESSIONS):
@@ -51,14 +52,14 @@ def main() -> None:
     failing = 0
     try:
         for _ in range(args.checks):
-            report = health.check(memory, ["k"])
+            report = health.check(memory, ["k"], deep=not args.route)
             failing += not report.ok
             reasons.update(line[:120] for line in report.lines if line.startswith("FAIL"))
     finally:
         stop.set()
         for t in threads:
             t.join()
-    after = sum(not health.check(memory, ["k"]).ok for _ in range(5))
+    after = sum(not health.check(memory, ["k"], deep=not args.route).ok for _ in range(5))
     memory.close()
     print(f"{failing}/{args.checks} checks failing during churn, {after}/5 after;", reasons.most_common(5))
 

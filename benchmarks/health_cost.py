@@ -7,6 +7,11 @@ built and persisted (``dense="hnsw"``), then ``/health`` called through the ASGI
 times (the first call not counted: it maps the graph) and ``health.check`` (doctor) once.
 
     PYTHONPATH=src python benchmarks/health_cost.py --sizes 10000 100000 --out benchmarks/results/health/cost_after.json
+
+``--keep FOLDER`` keeps each size's store there (``m-<size>.sqlite`` and its graph) and reuses
+it on the next run, so a 1M-chunk store is built once and measured before and after a change:
+
+    PYTHONPATH=src nice -n 10 python benchmarks/health_cost.py --sizes 1000000 --keep /tmp/health1m
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ def build(db: Path, n: int) -> None:
         memory.search("garden river", app="big", k=5, rerank=False)  # builds and saves the graph
 
 
-def measure(n: int, calls: int) -> dict:
+def measure(n: int, calls: int, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
-        db = Path(folder) / "m.sqlite"
+        db = (keep or Path(folder)) / f"m-{n}.sqlite"
         start = time.perf_counter()
-        build(db, n)
+        if not db.exists():  # a kept store is built once, on its first run
+            db.parent.mkdir(parents=True, exist_ok=True)
+            build(db, n)
         built = time.perf_counter() - start
         with Memory(db, embedder="hash", dense="hnsw", create=False) as memory:
             client = TestClient(create_app(memory))
@@ -65,10 +72,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", type=Path, help="keep each size's store in this folder and reuse it")
     args = parser.parse_args()
     rows = []
     for n in args.sizes:
-        rows.append(measure(n, args.calls))
+        rows.append(measure(n, args.calls, args.keep))
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

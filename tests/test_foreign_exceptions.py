@@ -8,6 +8,8 @@ UnicodeEncodeError or OSError, keys.revoke of a huge id an OverflowError.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from vestige.errors import VestigeError
@@ -56,3 +58,36 @@ def test_good_options_still_work(memory, tmp_path):
     assert hits and "Admon" in hits[0].text
     memory.backup(tmp_path / "copy.sqlite")
     assert (tmp_path / "copy.sqlite").exists()
+
+
+# Found by the fuzz of Memory(...) and the key store (tests/test_fuzz_api.py): a 5,000-digit int
+# in an error message (repr raised ValueError), a key that is not text (AttributeError), an
+# embedding cache path that is a folder, a FIFO or holds a NUL (sqlite3 errors, ValueError).
+HUGE = 10**5000
+
+
+@pytest.mark.parametrize("options", [{"fusion": HUGE}, {"dense_weight": HUGE}], ids=["fusion", "dense_weight"])
+def test_derive_refuses_a_huge_number_by_name(memory, options):
+    with pytest.raises(VestigeError):
+        memory.derive(**options).search("cat", app="a")
+
+
+@pytest.mark.parametrize("options", [
+    {"plan": HUGE}, {"dense": HUGE}, {"group": HUGE}, {"cut": HUGE}, {"embed_cache": "."},
+    {"embed_cache": "fifo"}, {"embed_cache": "a\x00b"}, {"embed_cache": 5}, {"location": HUGE},
+    {"location": "~no-such-user-here/m.sqlite"},
+], ids=lambda options: "-".join(f"{k}={v!r:.20}" if not isinstance(v, int) else k for k, v in options.items()))
+def test_memory_refuses_bad_options_found_by_the_fuzz(tmp_path, monkeypatch, options):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("fifo")
+    location = options.pop("location", tmp_path / "m.sqlite")
+    with pytest.raises(VestigeError):
+        Memory(location, embedder="hash", **options)
+
+
+@pytest.mark.parametrize("key", [("a",), b"vst_x", 5, HUGE], ids=["tuple", "bytes", "int", "huge-int"])
+def test_keys_check_of_a_key_that_is_not_text_is_refused(memory, key):
+    with pytest.raises(VestigeError):
+        memory.keys.check(key, HUGE)
+    with pytest.raises(VestigeError):
+        memory.keys.revoke(key)

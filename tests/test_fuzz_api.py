@@ -13,6 +13,8 @@ RELIABILITY.md ("Bad input") reports.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import sys
 from collections import Counter
@@ -486,3 +488,129 @@ def test_backup_and_keys_raise_only_vestige_errors(fuzz, tmp_path_factory, name)
             call()
         except VestigeError:
             pass
+
+
+# -- Memory(...) itself (issue 31 item 8: 21 of 890 fuzzed constructions raised foreign errors) --
+
+MEMORY_OPTIONS = st.sampled_from(["embedder", "plan", "chunk_tokens", "depth", "fusion", "dense_weight", "rrf_k", "k1",
+                                  "b", "lexical_fusion", "index_lexical", "embed_cache", "reranker", "rerank_depth",
+                                  "floor", "create", "dense", "group", "cut"])
+#: Where a database could be: a new or existing file, ':memory:', a URL, and what is not a file.
+LOCATION_KINDS = st.sampled_from(["new", "existing", "memory", "url", "special", "text", "object"])
+SPECIAL_PATHS = ("/dev/zero", "/dev/null", "/dev/urandom", "{folder}", "{folder}/fifo", "{folder}/zero-link",
+                 "{folder}/wal-fifo.sqlite", "{folder}/hnsw-fifo.sqlite", "sqlite:///{folder}/fifo")
+
+
+def special_files(folder: Path) -> Path:
+    """A FIFO, a link to /dev/zero, a database whose -wal is a FIFO and one whose graph folder is."""
+    os.mkfifo(folder / "fifo")
+    (folder / "zero-link").symlink_to("/dev/zero")
+    for name, sidecar in (("wal-fifo.sqlite", "-wal"), ("hnsw-fifo.sqlite", ".hnsw")):
+        Memory(folder / name, embedder="hash").close()
+        os.mkfifo(folder / f"{name}{sidecar}")
+    return folder
+
+
+def draw_location(d: Any, folder: Path) -> Any:
+    kind = d(LOCATION_KINDS)
+    if kind == "new":
+        return folder / f"new-{d(st.integers(0, 10**9))}.sqlite"
+    if kind == "existing":
+        return folder / "existing.sqlite"
+    if kind == "memory":
+        return ":memory:"
+    if kind == "url":
+        return d(st.sampled_from(["sqlite://", "sqlite:///", "bogus://x", "://", "sqlite:///{f}/u.sqlite"])).format(f=folder)
+    if kind == "special":
+        return d(st.sampled_from(SPECIAL_PATHS)).format(folder=folder)
+    if kind == "text":
+        return f"{folder}/{d(PATH_TEXT)}"
+    return inside(folder, d(ANYTHING))
+
+
+def inside(folder: Path, value: Any) -> Any:
+    """A drawn text as a path in the scratch folder (a text starting with "/" made files at the
+    root of the disk); any other value as drawn."""
+    return f"{folder}/{value}" if isinstance(value, str) else value
+
+
+def construct_and_search(folder: Path, d: Any) -> None:
+    """Memory(...) with a drawn location and options; when it opens, one search and close."""
+    options = {name: d(ANY_VALUE) for name in d(st.lists(MEMORY_OPTIONS, max_size=3, unique=True))}
+    options.setdefault("embedder", "hash")  # a drawn name of a real model would load it: minutes
+    if "embed_cache" in options:
+        options["embed_cache"] = inside(folder, options["embed_cache"])
+    location = draw_location(d, folder)
+    with contextlib.chdir(folder):  # a drawn relative path (embed_cache) lands in the scratch folder
+        memory = Memory(location, **options)
+        try:
+            memory.search("cat", app=APP, k=3)
+        finally:
+            memory.close()
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    folder = special_files(tmp_path_factory.mktemp("memory_init"))
+    Memory(folder / "existing.sqlite", embedder="hash").add_fact("The user's cat is called Admon.", app=APP)
+    return folder
+
+
+@settings(max_examples=50, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_memory_constructor_raises_only_vestige_errors(scratch, data):
+    try:
+        construct_and_search(scratch, data.draw)
+    except VestigeError:
+        pass
+
+
+def _foreign_call(fuzz: Fuzz, folder: Path, method: str, d: Any) -> None:
+    """One call of a method the first fuzz left out, with drawn arguments (a drawn relative
+    backup path lands in the scratch folder, not in the current one)."""
+    keys = fuzz.memory.keys
+    with contextlib.chdir(folder):
+        if method == "Memory(...)":
+            construct_and_search(folder, d)
+        elif method == "derive-then-search":
+            fuzz.memory.derive(**{d(DERIVE_OPTIONS): d(ANY_VALUE)}).search(d(QUERIES), app=APP, k=3)
+        elif method == "backup":
+            fuzz.memory.backup(inside(folder, d(st.one_of(PATH_TEXT, ANYTHING))))
+        elif method == "keys.check":
+            keys.check(d(st.one_of(PATH_TEXT, ANYTHING)), d(st.one_of(APPS, PATH_TEXT)))
+        elif method == "keys.list":
+            keys.list(d(st.one_of(APPS, PATH_TEXT)))
+        else:
+            keys.revoke(d(st.one_of(IDS, PATH_TEXT, HUGE_INTS)))
+
+
+@pytest.mark.heavy
+def test_foreign_exceptions_heavy(tmp_path):
+    """The issue's count, rerun: 5,249 fuzzed calls of backup, derive-then-search, Memory(...) and
+    the key store; every exception must be vestige's (RELIABILITY.md, "Bad input")."""
+    fuzz = Fuzz(tmp_path / "heavy.sqlite", strict=False)
+    folder = special_files(tmp_path)
+    methods = ["backup", "derive-then-search", "Memory(...)", "keys.check", "keys.list", "keys.revoke"]
+    calls: Counter[str] = Counter()
+
+    @settings(max_examples=5_249, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def run(data):
+        method = data.draw(st.sampled_from(methods))
+        calls[method] += 1
+        try:
+            _foreign_call(fuzz, folder, method, data.draw)
+        except VestigeError:
+            fuzz.vestige_errors += 1
+        except Exception as exc:
+            fuzz._record(fuzz.foreign, method, exc, (), {}, "not a VestigeError")
+
+    try:
+        run()
+    finally:
+        fuzz.calls = sum(calls.values())
+        report = fuzz.report() + "\n  by method: " + ", ".join(f"{m} {calls[m]}" for m in methods)
+        print("\nForeign-exception fuzz:", report, file=sys.stderr)
+        fuzz.close()
+    assert not fuzz.foreign, report

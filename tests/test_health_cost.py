@@ -64,3 +64,41 @@ def test_doctor_keeps_the_recall_check_reading_the_vectors_once(tmp_path, monkey
     assert any("recall@50" in line and f"on {health.RECALL_SAMPLES} samples" in line for line in report.lines)
     assert reads.count("big") == 1  # one read for every sample's exact answer
     memory.close()
+
+
+def test_health_runs_no_search_and_touches_no_graph(tmp_path, monkeypatch):
+    """/health's per-app check costs the same at any size: the sample's vector against the
+    embedder, the lexical index's state, and at most POSTING_TERMS posting blocks. Before, each
+    call searched the graph and ran a BM25 search over the sample's words (whose posting lists
+    grow with the app)."""
+    memory = _graph_app(tmp_path / "m.sqlite")
+    searched: list[str] = []
+    for channel in (memory.dense, memory.lexical):
+        real = channel.search
+        monkeypatch.setattr(channel, "search", lambda app, *a, _real=real, **kw: searched.append(app) or _real(app, *a, **kw))
+    blocks: list[str] = []
+    real_block = getattr(memory.store, "read_posting_block", None)
+    monkeypatch.setattr(memory.store, "read_posting_block",
+                        lambda app, term, block: blocks.append(term) or real_block(app, term, block), raising=False)
+    lists: list[str] = []  # whole posting lists read (the index's state is read with no term)
+    real_lists = memory.store.read_postings
+    monkeypatch.setattr(memory.store, "read_postings", lambda app, terms: lists.extend(terms) or real_lists(app, terms))
+    with ServerThread(create_app(memory)) as srv:
+        r = httpx.get(f"{srv.url}/health", timeout=30)
+    assert r.status_code == 200, r.text
+    assert searched == [] and lists == []  # the probe searches its own scratch store, not the app's index
+    assert 0 < len(blocks) <= health.POSTING_TERMS
+    memory.close()
+
+
+def test_doctor_still_catches_a_broken_graph(tmp_path):
+    """A graph that lost most of its nodes: /health cannot see it (it searches nothing), doctor's
+    recall check and its search for the newest chunk must."""
+    memory = _graph_app(tmp_path / "m.sqlite")
+    graph = memory.dense._graphs["big"]
+    graph.index.remove([int(i) for i in graph.ids[20:]])  # the newest 100 chunks gone from the graph
+    report = health.check(memory)
+    failing = [line for line in report.lines if line.startswith("FAIL")]
+    assert not report.ok, report.lines
+    assert any("dense index" in line for line in failing) and any("not in the dense top" in line for line in failing), failing
+    memory.close()

@@ -6,16 +6,20 @@ Two checks, each per channel with its latency:
   a scratch in-memory store, and the probe must come back first through the dense channel and
   through the lexical channel. This fails when the embedder raises, returns garbage (NaN,
   constant or random vectors) or the ranking code is broken.
-* **index**: for each app in the real database, its most recent chunk is read back, re-embedded
-  and searched for in the app's own index: the stored vector must agree with the embedder (a
-  swapped or drifted model fails), the dense channel must return the chunk, and the lexical
-  channel must return it for its own words (missing or corrupt postings fail even when the
-  index's counters look right). Nothing is written to the database.
+* **index**: for each app in the real database, its most recent chunk is read back and
+  re-embedded: the stored vector must agree with the embedder (a swapped or drifted model
+  fails). ``vestige doctor`` (``deep``) then searches for it in the app's own index: the dense
+  channel must return the chunk, and the lexical channel must return it for its own words
+  (missing or corrupt postings fail even when the index's counters look right), and checks the
+  graph's recall. ``/health`` searches nothing, so that its cost is the same at any size: the
+  lexical index must be complete and current and hold the chunk's postings (one block read per
+  word, up to ``POSTING_TERMS``). Nothing is written to the database.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +28,7 @@ import numpy as np
 
 from . import lexical
 from .embed.base import dequantize, quantize
-from .lexical import bm25
+from .lexical import bm25, postings
 from .memory import Memory
 from .store.base import LexicalUnavailable
 from .store.open import open_store
@@ -71,9 +75,37 @@ def _embed_checked(memory: Memory, texts: list[str]) -> np.ndarray:
     return vectors
 
 
+#: The probe's scratch stores by embedder, kept (with the embedder, so that its id is not reused)
+#: across checks: opening and migrating a new one was most of /health's time.
+_SCRATCH: dict[int, tuple[Any, Memory]] = {}
+_SCRATCH_LOCK = threading.Lock()
+
+
+def _scratch(memory: Memory) -> Memory:
+    """An empty scratch memory for this embedder (its probe app deleted since the last check)."""
+    with _SCRATCH_LOCK:
+        held = _SCRATCH.pop(id(memory.embedder), None)  # taken: a concurrent check opens its own
+    if held is not None and held[0] is memory.embedder:
+        try:
+            if "probe" in held[1].apps():
+                held[1].delete_app("probe")
+            return held[1]
+        except Exception:  # noqa: BLE001 - a scratch store that fails is replaced, not reported
+            held[1].close()
+    return Memory(open_store(":memory:"), embedder=memory.embedder)
+
+
+def _give_back(memory: Memory, scratch: Memory) -> None:
+    with _SCRATCH_LOCK:
+        if len(_SCRATCH) < 4 and id(memory.embedder) not in _SCRATCH:
+            _SCRATCH[id(memory.embedder)] = (memory.embedder, scratch)
+            return
+    scratch.close()
+
+
 def probe_channels(memory: Memory) -> dict[str, dict]:
     """Index the probe in a scratch in-memory store with this embedder; find it per channel."""
-    scratch = Memory(open_store(":memory:"), embedder=memory.embedder)
+    scratch = _scratch(memory)
     out: dict[str, dict] = {}
     try:
         start = time.perf_counter()
@@ -106,7 +138,7 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
         for channel in ("dense", "lexical"):
             out.setdefault(channel, {"ok": False, "error": "not run: embedding failed"})
     finally:
-        scratch.close()
+        _give_back(memory, scratch)
     return out
 
 
@@ -128,15 +160,20 @@ RECALL_SAMPLES = 5  # doctor's graph recall check: each sample is one exact scan
 RECHECKS = 3  # a writer that replaced the sampled chunk meanwhile is no failure: sample again
 
 
-def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
-    """Retrieve the app's most recent chunk from the real index, through each channel.
+#: /health checks the postings of at most this many of the sample's terms (one block read each).
+POSTING_TERMS = 8
+
+
+def check_app_index(memory: Memory, app: str, *, deep: bool = True) -> dict[str, Any]:
+    """Retrieve the app's most recent chunk from the real index, through each channel (``deep``,
+    doctor), or check in a bounded number of reads that the index holds it (/health).
 
     A failure while the app's version moved (another writer replaced or deleted the sampled
     chunk during the check) is not the index's fault: the check runs again on a new sample.
     """
     for _ in range(RECHECKS):
         before = memory.store.app_version(app)
-        out = _check_sample(memory, app)
+        out = _check_sample(memory, app) if deep else _check_sample_held(memory, app)
         if out["ok"] or memory.store.app_version(app) == before:
             return out
     # Every sample was changed under the check: no evidence against the index. Reported as not
@@ -145,20 +182,73 @@ def check_app_index(memory: Memory, app: str) -> dict[str, Any]:
             "unjudged": out}
 
 
+def _agreement(memory: Memory, sample: Any) -> tuple[float, np.ndarray]:
+    """Cosine between the sample's stored vector and its text embedded now, and that vector."""
+    text = sample.embed_text if sample.embed_text is not None else sample.text
+    vector = _embed_checked(memory, [text])
+    stored = dequantize(sample.vector.reshape(1, -1))
+    if stored.shape[1] != vector.shape[1]:
+        raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")
+    return float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0]), vector
+
+
+def _has_posting(memory: Memory, app: str, term: str, chunk_id: int) -> bool:
+    """Whether the lexical index holds ``term`` for the chunk: one block read where the store
+    offers it (SQLite), else the term's whole list."""
+    block, offset = postings.block_of(chunk_id)
+    read_block = getattr(memory.store, "read_posting_block", None)
+    if read_block is not None:
+        data = read_block(app, term, block)
+        blocks = [] if data is None else [data]
+    else:
+        read = memory.store.read_postings(app, [term])
+        blocks = [data for rows in read.blocks.values() for number, data in rows if number == block]
+    return any(offset in postings.unpack(data)[:, 0] for data in blocks)
+
+
+def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:
+    """/health's check of the app's newest chunk, its cost the same at any size: its stored vector
+    agrees with the embedder, the lexical index is complete and current, and it holds the
+    chunk's postings (one block read per term). No search, no graph: those are doctor's."""
+    out: dict[str, Any] = {"ok": True}
+    sample = memory.store.sample_chunk(app)
+    if sample is None:
+        return {"ok": True, "note": "empty"}
+    if sample.vector is not None:
+        start = time.perf_counter()
+        try:
+            agreement, _ = _agreement(memory, sample)
+            out["dense"] = {"ok": agreement >= AGREEMENT, "ms": _ms(start), "agreement": round(agreement, 3)}
+            if agreement < AGREEMENT:
+                out["dense"]["error"] = f"stored vector disagrees with the embedder (cosine {agreement:.2f})"
+        except Exception as exc:
+            out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+    terms = list(dict.fromkeys(lexical.analyze(sample.text)))[:POSTING_TERMS] if sample.lexical else []
+    if sample.lexical:
+        start = time.perf_counter()
+        try:
+            reason = memory.lexical.status(app)
+            missing = [t for t in terms if not _has_posting(memory, app, t, sample.chunk_id)]
+            error = reason or (f"chunk {sample.chunk_id} has no posting for {', '.join(missing)}" if missing else None)
+            out["lexical"] = {"ok": error is None, "ms": _ms(start), "terms": len(terms)}
+            if error:
+                out["lexical"]["error"] = error
+        except Exception as exc:
+            out["lexical"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
+    out["ok"] = all(v["ok"] for k, v in out.items() if isinstance(v, dict))
+    return out
+
+
 def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True}
     sample = memory.store.sample_chunk(app)
     if sample is None:
         return {"ok": True, "note": "empty"}
-    chunk_id, text, embed_text = sample.chunk_id, sample.text, sample.embed_text
+    chunk_id, text = sample.chunk_id, sample.text
     if sample.vector is not None:
         start = time.perf_counter()
         try:
-            vector = _embed_checked(memory, [embed_text if embed_text is not None else text])
-            stored = dequantize(sample.vector.reshape(1, -1))
-            if stored.shape[1] != vector.shape[1]:
-                raise ValueError(f"stored vectors have {stored.shape[1]} dimensions, the embedder {vector.shape[1]}")
-            agreement = float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0])
+            agreement, vector = _agreement(memory, sample)
             rank = _found(memory, app, memory.dense.search(app, vector, TOP), chunk_id, text)
             ok = rank is not None and agreement >= AGREEMENT
             out["dense"] = {"ok": ok, "ms": _ms(start), "rank": rank, "agreement": round(agreement, 3)}
@@ -198,10 +288,11 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
 def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -> HealthReport:
     """Probe the embedder and both channels, then self-check each app's real index.
 
-    ``apps`` limits the index check (None: every app). ``deep`` (``vestige doctor``) adds the
-    HNSW graph's recall against the exact scan, which reads the app's whole matrix per sample
-    (88-108 s at 1M chunks): ``/health`` runs without it, so that its cost does not grow with
-    the size of an app and no client can keep a server's cores busy with it.
+    ``apps`` limits the index check (None: every app). ``deep`` (``vestige doctor``) searches
+    each app's index for its newest chunk and adds the HNSW graph's recall against the exact
+    scan, which reads the app's whole matrix (88-108 s at 1M chunks before it was bounded):
+    ``/health`` runs without them (``check_app_index(deep=False)``), so that its cost does not
+    grow with the size of an app and no client can keep a server's cores busy with it.
     """
     report = HealthReport()
     report.add(True, f"database {memory.store.location} opened (schema current)")
@@ -225,13 +316,14 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
         report.add(result["ok"], f"probe {name}: {detail}")
     names = memory.apps() if apps is None else [a for a in apps if a in memory.apps()]
     for app in names:
-        result = check_app_index(memory, app)
+        result = check_app_index(memory, app, deep=deep)
         report.apps[app] = result
         parts = []
         for channel in ("dense", "lexical"):
             if channel in result:
                 r = result[channel]
-                shown = (r.get("note") or f"rank {r['rank']} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
+                held = f"rank {r['rank']}" if "rank" in r else "held"
+                shown = (r.get("note") or f"{held} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
                 parts.append(f"{channel} {shown}")
         # The counts scan the app's rows (linear in its size): doctor shows them, /health not.
         counts = memory.store.counts(app) if deep else None

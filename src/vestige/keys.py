@@ -13,7 +13,7 @@ import secrets
 from .dates import now_iso
 from .errors import KeyForbidden, KeyRefused, NotFound
 from .store.base import KeyRecord, Store
-from .write.validate import check_app, check_text
+from .write.validate import check_app, check_text, shown
 
 KEY_PREFIX = "vst_"
 MAX_LABEL_CHARS = 256
@@ -42,6 +42,8 @@ class KeyStore:
         """The app a live key belongs to, or KeyRefused."""
         if not key:
             raise KeyRefused("missing API key: send the header 'Authorization: Bearer <key>'")
+        if not isinstance(key, str):  # a key is text; a tuple or bytes raised AttributeError
+            raise KeyRefused("unknown API key")
         try:
             digest = hash_key(key)
         except UnicodeEncodeError:
@@ -58,7 +60,7 @@ class KeyStore:
         owner = self.app_for(key)
         if owner != app:
             # Same message whether the app exists or not: a key learns nothing about other apps.
-            raise KeyForbidden(f"this API key does not grant access to app {app!r}")
+            raise KeyForbidden(f"this API key does not grant access to app {shown(app)}")
 
     def list(self, app: str | None = None, *, include_revoked: bool = False) -> list[KeyRecord]:
         if app is not None:
@@ -67,7 +69,9 @@ class KeyStore:
 
     def revoke(self, key_or_id: str) -> KeyRecord:
         """Revoke a key given by its numeric id, its shown prefix, or the key itself."""
-        value = check_text(str(key_or_id), "the key or key id", max_chars=MAX_LABEL_CHARS).strip()
+        if isinstance(key_or_id, int) and not isinstance(key_or_id, bool) and 0 <= key_or_id < 10**18:
+            key_or_id = str(key_or_id)  # a key id (str() of a 5,000-digit int raised ValueError)
+        value = check_text(key_or_id, "the key or key id", max_chars=MAX_LABEL_CHARS).strip()
         if value.isdigit() and value.isascii() and len(value) <= 18:  # a key id that fits SQLite's integer
             found = self.store.find_keys(key_id=int(value))
         elif len(value) > SHOWN_CHARS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -22,7 +23,9 @@ from .context import ContextBlock, build_context, check_options, place_context, 
 from .dates import now_iso
 from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
-from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, UnknownApp
+from .errors import (ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch, StoreError,
+                     UnknownApp)
+from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
@@ -60,9 +63,24 @@ class IngestReport:
         self.chunks += other.chunks
 
 
+def _open_cache(cache: "str | os.PathLike[str] | EmbeddingCache | None") -> "EmbeddingCache | None":
+    """The embedding cache a path names (opened here), or the cache object given, or None.
+    A bad path is a StoreError: a folder, a FIFO or a NUL in it raised sqlite3 or ValueError."""
+    if cache is None or hasattr(cache, "embed_int8"):
+        return cache
+    if not isinstance(cache, (str, os.PathLike)):
+        raise ConfigError(f"embed_cache must be a path or an EmbeddingCache, not {type(cache).__name__}")
+    try:
+        if (what := not_regular(cache)) is not None:
+            raise StoreError(f"the embedding cache {shown(os.fspath(cache))} is {what}, not a file")
+        return EmbeddingCache(cache)
+    except (sqlite3.Error, OSError, ValueError, UnicodeError, RuntimeError) as exc:
+        raise StoreError(f"cannot open the embedding cache {shown(os.fspath(cache))}: {exc}") from None
+
+
 def _check_group(group: object) -> bool:
     if not isinstance(group, bool):
-        raise ConfigError(f"group must be True or False, got {group!r}")
+        raise ConfigError(f"group must be True or False, got {shown(group)}")
     return group
 
 
@@ -125,7 +143,11 @@ class Memory:
         self._chunker = chunker
         # A cache given as a path is this memory's to close; a cache object is the caller's.
         self._owns_cache = isinstance(embed_cache, (str, os.PathLike))
-        self.cache = EmbeddingCache(embed_cache) if self._owns_cache else embed_cache
+        try:
+            self.cache = _open_cache(embed_cache)
+        except BaseException:
+            self.store.close()
+            raise
         # "exact" | "hnsw" | "auto" (vestige.vectors.dense_index): auto keeps small apps exact.
         try:
             self.dense: DenseIndex = dense_index(self.store, dense)
@@ -206,7 +228,7 @@ class Memory:
             return CutParams() if self.embedder.model_id == settings.CUT_MODEL else None
         if cut is None or isinstance(cut, CutParams):
             return cut
-        raise ConfigError(f"cut must be 'auto', a CutParams or None, got {cut!r}")
+        raise ConfigError(f"cut must be 'auto', a CutParams or None, got {shown(cut)}")
 
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:

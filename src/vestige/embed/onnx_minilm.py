@@ -53,7 +53,7 @@ class MiniLMOnnxEmbedder(Embedder):
     # (benchmarks/floor_cv.py, BENCHMARKS.md "Relevance floor"; 0.70 before stemming).
     evidence_floor = Floor(cosine=0.18, personal=0.10, weak_cosine=0.25, coverage=0.80)
 
-    def __init__(self, model_path: str | Path | None = None, threads: int | None = None, spinning: bool = True):
+    def __init__(self, model_path: str | Path | None = None, threads: int | None = None, spinning: bool = False):
         try:
             import onnxruntime as ort
             from tokenizers import BertWordPieceTokenizer
@@ -77,7 +77,10 @@ class MiniLMOnnxEmbedder(Embedder):
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
-        if not spinning:  # idle worker threads sleep instead of busy-waiting (benchmarks/ort_spinning.py)
+        # Idle worker threads sleep instead of busy-waiting: spinning ones took the cores the dense
+        # scan after the embedding needed (a search at 100k on the server: p50 205 -> 178 ms, 4
+        # clients 8.5 -> 12.9 searches/s; benchmarks/server_search_breakdown.py, RELIABILITY.md).
+        if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = ort.InferenceSession(

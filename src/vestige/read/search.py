@@ -26,6 +26,7 @@ from ..errors import ConfigError
 from ..lexical import LexicalChannel, analyze
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
+from ..write.validate import shown
 from ..vectors import DenseIndex, ExactDenseIndex
 from .cut import CutParams, ItemSignals, cut
 from .explain import explain_hit
@@ -60,13 +61,13 @@ class SearchSettings:
 
 def check_fusion(fusion: object) -> str:
     if fusion not in FUSIONS:
-        raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
+        raise ConfigError(f"unknown fusion {shown(fusion)}; use one of {', '.join(FUSIONS)}")
     return str(fusion)
 
 
 def check_dense_weight(weight: object) -> float:
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
-        raise ConfigError(f"dense_weight must be a number from 0 to 1, got {weight!r}")
+        raise ConfigError(f"dense_weight must be a number from 0 to 1, got {shown(weight)}")
     return float(weight)
 
 

@@ -6,6 +6,7 @@ import the contract, and only this module imports the backends (each when first 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import ConfigError
@@ -55,5 +56,9 @@ def open_store(location: "str | Store | Any", *, create: bool = True, **options:
     ``min_size``, ``timeout``) and ``lock_timeout``, ``SQLiteStore``'s ``busy_timeout_ms``."""
     if isinstance(location, Store):
         return location
-    backend, where = store_class(str(location))
+    if isinstance(location, os.PathLike):
+        location = os.fspath(location)
+    if not isinstance(location, str):  # str() of a 5,000-digit int raised ValueError
+        raise ConfigError(f"a store location is a path, a URL or a Store, not {type(location).__name__}")
+    backend, where = store_class(location)
     return backend(where, create=create, **options)

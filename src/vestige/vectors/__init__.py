@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..write.validate import shown
 from .base import DenseIndex
 from .exact import ExactDenseIndex
 
@@ -19,7 +20,7 @@ def dense_index(store, mode: str = "auto") -> DenseIndex:
     PostgreSQL store gets pgvector's HNSW index in the database instead (``store/postgres/dense.py``;
     ``auto``: for apps of at least its ``CROSSOVER`` vectors; no ``ann`` extra needed)."""
     if mode not in DENSE_MODES:
-        raise ConfigError(f"dense must be one of {', '.join(DENSE_MODES)}, got {mode!r}")
+        raise ConfigError(f"dense must be one of {', '.join(DENSE_MODES)}, got {shown(mode)}")
     if mode == "exact":
         return ExactDenseIndex(store)
     native = store.native_dense_index(mode)  # PostgreSQL: pgvector's HNSW index, in the database

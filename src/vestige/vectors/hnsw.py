@@ -46,7 +46,8 @@ from ..embed import onnx_minilm as _embedder_first  # noqa: F401
 import onnxruntime as _onnxruntime_first  # noqa: E402,F401,I001
 
 from ..embed.base import dequantize, quantize
-from ..errors import EmbedderMismatch, MissingDependency
+from ..errors import EmbedderMismatch, MissingDependency, StoreError
+from ..files import not_regular
 from ..ranking import top
 from ..store.base import AppVersion, Store
 from .base import DenseIndex
@@ -140,6 +141,8 @@ class HnswDenseIndex(DenseIndex):
         _usearch()
         self.store = store
         self.directory = Path(directory) if directory is not None else None
+        if self.directory is not None and (what := not_regular(self.directory)) not in (None, "a folder"):
+            raise StoreError(f"{self.directory} is {what}: vestige keeps the HNSW graphs in that folder; move it away")
         self.min_vectors = min_vectors
         self.connectivity = connectivity
         self.expansion_add = expansion_add
@@ -324,8 +327,12 @@ class HnswDenseIndex(DenseIndex):
 
     def _read_meta(self, app: str, epoch: str) -> dict | None:
         assert self.directory is not None
+        path = self.directory / f"{self._stem(app, epoch)}.json"
         try:
-            return json.loads((self.directory / f"{self._stem(app, epoch)}.json").read_text())
+            if (what := not_regular(path)) is not None:  # a FIFO hung the read, /dev/zero filled memory
+                log.warning("hnsw index of app %r unreadable, rebuilding: %s is %s", app, path, what)
+                return None
+            return json.loads(path.read_text())
         except (OSError, ValueError):
             return None
 
@@ -337,6 +344,9 @@ class HnswDenseIndex(DenseIndex):
             return None
         try:
             base = self.directory / meta["token"]
+            for part in (f"{base}.ids.npy", f"{base}.usearch"):
+                if (what := not_regular(part)) is not None:
+                    raise OSError(f"{part} is {what}")
             ids = np.load(f"{base}.ids.npy")
             # A memory map: a cold start reads only the pages a query touches (the first write
             # loads it for real, see _writable).

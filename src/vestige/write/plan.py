@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .validate import shown
 
 
 CONVERSATION = ("user", "assistant")  # the turns of a conversation; system and tool turns are not
@@ -109,4 +110,4 @@ def get_plan(plan: "str | IndexPlan") -> IndexPlan:
     try:
         return PLANS[plan]
     except (KeyError, TypeError):
-        raise ConfigError(f"unknown index plan {plan!r}; use one of {', '.join(PLANS)}") from None
+        raise ConfigError(f"unknown index plan {shown(plan)}; use one of {', '.join(PLANS)}") from None

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import DatabaseNotFound, NotADatabase, StoreError, VestigeError
-from .connection import Connection, translate, unknown_schema_objects
+from ...files import not_regular
+from .connection import Connection, check_sidecars, translate, unknown_schema_objects
 
 BUSY_TIMEOUT_S = 30.0
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -145,6 +146,8 @@ def check_backup_dest(source_path: str, dest: str | os.PathLike[str], overwrite:
     path = Path(dest).expanduser()
     if path.is_dir():
         raise StoreError(f"{path} is a folder; give the backup's file name")
+    if (what := not_regular(path)) is not None:  # --force over /dev/null renamed the copy onto the device
+        raise StoreError(f"{path} is {what}; a backup is written to a regular file")
     if source_path != ":memory:" and _same_file(path, Path(source_path)):
         raise StoreError(f"{path} is the database itself; back it up to another file")
     if Path(f"{path}-wal").exists():
@@ -283,6 +286,10 @@ def restore_database(src: str | os.PathLike[str], target: str | os.PathLike[str]
         raise NotADatabase(f"{src_path} is a folder, not a vestige database")
     if path.is_dir():
         raise StoreError(f"{path} is a folder; give the database's file name")
+    for named, what in ((src_path, not_regular(src_path)), (path, not_regular(path))):
+        if what is not None:  # a FIFO hung the copy; --force renamed the restored file onto a device
+            raise StoreError(f"{named} is {what}, not a vestige database (a regular file); nothing was restored")
+    check_sidecars(path)
     if _same_file(src_path, path):
         raise StoreError(f"{src_path} is the database itself; nothing to restore")
     exists = path.exists() or Path(f"{path}-wal").exists()

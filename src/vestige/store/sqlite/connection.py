@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError, StoreError
+from ...files import not_regular
 from .migrations import migrate
 
 
@@ -110,6 +111,15 @@ def unknown_schema_objects(conn: sqlite3.Connection) -> list[str]:
     return [f"{kind} {name!r}" for kind, name in sorted(rows) if (kind, name) not in known]
 
 
+def check_sidecars(file: Path) -> None:
+    """StoreError when the database's -wal, -shm or -journal name holds something that is not a
+    regular file (a FIFO, a folder, a link to /dev/zero): SQLite said only "unable to open"."""
+    for sidecar in (f"{file}-wal", f"{file}-shm", f"{file}-journal"):
+        if (what := not_regular(sidecar)) is not None:
+            raise StoreError(f"{sidecar} is {what}: SQLite keeps {file.name}'s "
+                             f"{sidecar.rpartition('-')[2]} file there; move it away")
+
+
 class Connection:
     """The store's one connection: opening rules, pragmas, migrations, transactions."""
 
@@ -125,9 +135,10 @@ class Connection:
                     if not create:
                         raise DatabaseNotFound(f"no database at {file}; `vestige ingest` creates one")
                     file.parent.mkdir(parents=True, exist_ok=True)
-                elif file.is_dir():
-                    raise NotADatabase(f"{file} is a folder, not a vestige database")
-            except (OSError, ValueError, UnicodeError) as exc:  # no permission, a read-only disk, a NUL...
+                elif (what := not_regular(file)) is not None:  # /dev/zero, a FIFO, a folder
+                    raise NotADatabase(f"{file} is {what}, not a vestige database (a regular file)")
+                check_sidecars(file)
+            except (OSError, ValueError, UnicodeError, RuntimeError) as exc:  # no permission, a NUL, ~nouser...
                 reason = getattr(exc, "strerror", None) or str(exc)
                 raise StoreError(f"cannot open {path!r}: {reason}") from None
         self.lock = threading.RLock()

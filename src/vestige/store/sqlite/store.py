@@ -340,6 +340,16 @@ class SQLiteStore(Store):
             blocks = postings.read_blocks_for_terms(cur, app_id, terms) if terms else {}
             return PostingsRead(version, postings.stats(cur, app_id), blocks)
 
+    def read_posting_block(self, app: str, term: str, block: int) -> bytes | None:
+        """One posting block of one term (None: none): ``/health`` checks that a chunk's postings
+        are there in one read, where ``read_postings`` reads the term's whole list."""
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            found = {} if app_id is None else postings.term_ids(cur, {term}, create=False)
+            row = cur.execute("SELECT data FROM lex_postings WHERE app_id = ? AND term_id = ? AND block = ?",
+                              (app_id, found[term], block)).fetchone() if found else None
+        return None if row is None else bytes(row[0])
+
     def mark_lexical_stale(self, app: str) -> None:
         with self._db.write() as cur:
             app_id = self._app_id(cur, app)
