@@ -426,6 +426,11 @@ class StoreContract:
         assert len(new_ids) == 1 and new_ids[0] > max(old_ids)
         assert lex(store, A, "apple") == [] and store.read_postings(A, ["apple", "pears"]).blocks == {}
         assert [i for i, _ in lex(store, A, "grape")] == new_ids
+        block, offset = divmod(new_ids[0], 1 << BLOCK_BITS)
+        held = store.read_posting_block(A, lexical.stem("grape"), block)
+        assert held is not None and offset in unpack(held)[:, 0]
+        assert store.read_posting_block(A, lexical.stem("apple"), block) is None
+        assert store.read_posting_block(A, lexical.stem("grape"), block + 1) is None
         assert LexicalChannel(store).status(A) is None
         assert [s.external_id for s in store.list_items(A, "session", 10, 0)] == ["s1"]
 

@@ -193,17 +193,11 @@ def _agreement(memory: Memory, sample: Any) -> tuple[float, np.ndarray]:
 
 
 def _has_posting(memory: Memory, app: str, term: str, chunk_id: int) -> bool:
-    """Whether the lexical index holds ``term`` for the chunk: one block read where the store
-    offers it (SQLite), else the term's whole list."""
+    """Whether the lexical index holds ``term`` for the chunk: one block read where the backend
+    offers it (``Store.read_posting_block``)."""
     block, offset = postings.block_of(chunk_id)
-    read_block = getattr(memory.store, "read_posting_block", None)
-    if read_block is not None:
-        data = read_block(app, term, block)
-        blocks = [] if data is None else [data]
-    else:
-        read = memory.store.read_postings(app, [term])
-        blocks = [data for rows in read.blocks.values() for number, data in rows if number == block]
-    return any(offset in postings.unpack(data)[:, 0] for data in blocks)
+    data = memory.store.read_posting_block(app, term, block)
+    return data is not None and offset in postings.unpack(data)[:, 0]
 
 
 def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:

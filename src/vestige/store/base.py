@@ -370,6 +370,14 @@ class Store(ABC):
     @abstractmethod
     def read_postings(self, app: str, terms: Collection[str]) -> PostingsRead: ...
 
+    def read_posting_block(self, app: str, term: str, block: int) -> bytes | None:
+        """One posting block of one term (None: none). This default reads the term's whole list;
+        a backend that can read one block (SQLite) overrides it, so ``/health`` costs the same at
+        any size."""
+        read = self.read_postings(app, [term])
+        found = [data for rows in read.blocks.values() for number, data in rows if number == block]
+        return found[0] if found else None
+
     @abstractmethod
     def mark_lexical_stale(self, app: str) -> None:
         """Forget the app's index statistics, so the channel refuses it until rebuilt."""
