@@ -10,15 +10,13 @@ with the schema the extension lives in.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
-from ...lexical.postings import RESTEM_NOTICE, repack_index
-from . import postings
-
-log = logging.getLogger("vestige")
+from ...lexical.postings import repack_index
+from ..sql import postings as sql_postings
+from .dialect import DIALECT
 
 if TYPE_CHECKING:
     import psycopg
@@ -42,15 +40,9 @@ def _repack_postings(conn: psycopg.Connection) -> None:
 
 
 def _restem_postings(conn: psycopg.Connection) -> None:
-    """4: stemmed terms (lexical version 3), as SQLite's migration 8: every app whose index was
-    current (version 2) is re-analysed from its stored chunk text; apps whose index was of
-    another version are left to ``vestige reindex`` as before."""
+    """4: stemmed terms (lexical version 3), as SQLite's migration 8."""
     with conn.cursor() as cur:
-        for n, (app_id,) in enumerate(cur.execute("SELECT app_id FROM lex_stats WHERE version = 2 ORDER BY app_id").fetchall()):
-            if n == 0:
-                log.warning(RESTEM_NOTICE)
-            postings.rebuild(cur, int(app_id))
-            cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = %s", (app_id,))
+        sql_postings.restem(DIALECT, cur)
 
 
 MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [

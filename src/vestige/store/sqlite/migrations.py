@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
 from collections.abc import Callable
 
 from ...errors import SchemaError
-from ...lexical.postings import RESTEM_NOTICE, repack_index
-from . import postings
-
-log = logging.getLogger("vestige")
+from ...lexical.postings import repack_index
+from ..sql import postings as sql_postings
+from .dialect import DIALECT
 
 
 def _repack_postings(conn: sqlite3.Connection) -> None:
@@ -39,15 +37,8 @@ def _repack_postings(conn: sqlite3.Connection) -> None:
 
 
 def _restem_postings(conn: sqlite3.Connection) -> None:
-    """8: stemmed terms (lexical version 3). Every app whose index was current (version 2) is
-    re-analysed from its stored chunk text, so an upgraded file keeps its lexical channel;
-    apps whose index was of another version are left to ``vestige reindex`` as before."""
-    cur = conn.cursor()
-    for n, (app_id,) in enumerate(cur.execute("SELECT app_id FROM lex_stats WHERE version = 2").fetchall()):
-        if n == 0:
-            log.warning(RESTEM_NOTICE)
-        postings.rebuild(cur, app_id)
-        cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = ?", (app_id,))
+    """8: stemmed terms (lexical version 3): every version-2 index re-analysed."""
+    sql_postings.restem(DIALECT, conn.cursor())
 
 
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
