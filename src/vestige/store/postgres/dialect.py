@@ -85,14 +85,10 @@ class PostgresDialect(Dialect):
             ([i for i, _ in lengths], [n for _, n in lengths]),
         )
 
-    def blocks(self, cur: psycopg.Cursor, app_id: int) -> postings.Blocks:
-        return postings.Blocks(self, cur, app_id)
-
-    def read_postings(self, cur: psycopg.Cursor, app_id: int, terms: set[str]) -> dict[int, list[tuple[int, bytes]]]:
-        return postings.read_blocks_for_terms(cur, app_id, terms)
-
-    def doc_lengths(self, cur: psycopg.Cursor, app_id: int) -> tuple[np.ndarray, np.ndarray]:
-        return postings.doc_lengths(cur, app_id)
+    # The posting tables' bulk reads and writes (postings.py).
+    block_class = postings.Blocks
+    read_postings = staticmethod(postings.read_blocks_for_terms)
+    doc_lengths = staticmethod(postings.doc_lengths)
 
     def fetch_all(self, cur: psycopg.Cursor, query: str, params: Sequence[Any]) -> list[tuple]:
         return cur.execute(query, params, binary=True).fetchall()

@@ -37,7 +37,7 @@ def term_ids(cur: psycopg.Cursor, terms: Collection[str], create: bool) -> dict[
 
 
 class Blocks(sql_postings.Blocks):
-    """``PostingBlocks`` over one app, inside the caller's open write transaction."""
+    """Blocks read, upserted and deleted a statement per batch (``unnest`` of arrays)."""
 
     def term_ids(self, terms: Collection[str], *, create: bool) -> dict[str, int]:
         return term_ids(self.cur, terms, create)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,9 +92,12 @@ class Dialect(ABC):
 
     # -- reading the channels' storage ----------------------------------------------------
 
-    @abstractmethod
+    #: The backend's ``postings.Blocks`` (a subclass of ``store/sql/postings.Blocks``).
+    block_class: Callable[[Dialect, Cursor, int], PostingBlocks]
+
     def blocks(self, cur: Cursor, app_id: int) -> PostingBlocks:
         """The app's posting blocks, inside the caller's write transaction."""
+        return self.block_class(self, cur, app_id)
 
     @abstractmethod
     def read_postings(self, cur: Cursor, app_id: int, terms: set[str]) -> dict[int, list[tuple[int, bytes]]]:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 from ... import lexical
 from ...lexical import postings as lexical_postings
-from ...lexical.postings import BLOCK_BITS
+from ...lexical.postings import BLOCK_BITS, repack_index
 from ..base import LexicalStats
 from .dialect import Cursor, Dialect
 
@@ -81,6 +82,24 @@ def restem(d: Dialect, cur: Cursor) -> None:
             log.warning(lexical_postings.RESTEM_NOTICE)
         rebuild(d, cur, int(app_id))
         cur.execute(d.sql("UPDATE apps SET generation = generation + 1 WHERE id = ?"), (app_id,))
+
+
+def repack(d: Dialect, conn: Any, rows: Cursor, swap: Callable[[], None]) -> None:
+    """Posting blocks of 8,192 chunk ids, were 1,024 (lexical format version 2): the same
+    postings regrouped, so every score stays the same to the bit. ``rows`` (a cursor, streamed
+    on PostgreSQL) is read into ``lex_postings_v2``, which the caller created; ``swap`` puts it
+    in place of ``lex_postings``. Apps whose index was of another version lose their postings
+    to ``vestige reindex``, which they needed anyway."""
+    current = {int(app_id) for (app_id,) in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1").fetchall()}
+    rows.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block")
+    writer = conn.cursor()
+    dropped = repack_index(rows, current, lambda batch: writer.executemany(
+        d.sql("INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)"), batch), 10, 13)
+    rows.close()
+    swap()
+    conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
+    if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
+        conn.execute("DELETE FROM lex_terms WHERE id NOT IN (SELECT DISTINCT term_id FROM lex_postings)")
 
 
 class Blocks(ABC):

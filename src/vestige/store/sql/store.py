@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -181,7 +181,7 @@ class SQLStore(Store):
         already stored (or given earlier in the call) ends the run and is replaced. Postings
         are written once per run. Returns whether anything was replaced."""
         d = self.dialect
-        blocks = d.blocks(cur, app_id)
+        blocks = cast(postings.Blocks, d.blocks(cur, app_id))  # with no_postings_above
         pending = lexical_postings.Batch(blocks)
         stored = {kind: set(records.item_pks(d, cur, app_id, kind, [i.external_id for i, _ in items if i.kind == kind]))
                   for kind in dict.fromkeys(item.kind for item, _ in items)}

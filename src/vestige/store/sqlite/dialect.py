@@ -61,14 +61,10 @@ class SQLiteDialect(Dialect):
     def set_lengths(self, cur: sqlite3.Cursor, lengths: Sequence[tuple[int, int]]) -> None:
         cur.executemany("UPDATE chunks SET lex_len = ? WHERE id = ?", [(n, i) for i, n in lengths])
 
-    def blocks(self, cur: sqlite3.Cursor, app_id: int) -> postings.Blocks:
-        return postings.Blocks(self, cur, app_id)
-
-    def read_postings(self, cur: sqlite3.Cursor, app_id: int, terms: set[str]) -> dict[int, list[tuple[int, bytes]]]:
-        return postings.read_blocks_for_terms(cur, app_id, terms)
-
-    def doc_lengths(self, cur: sqlite3.Cursor, app_id: int) -> tuple[np.ndarray, np.ndarray]:
-        return postings.doc_lengths(cur, app_id)
+    # The posting tables' bulk reads and writes (postings.py).
+    block_class = postings.Blocks
+    read_postings = staticmethod(postings.read_blocks_for_terms)
+    doc_lengths = staticmethod(postings.doc_lengths)
 
 
 DIALECT = SQLiteDialect()

@@ -35,7 +35,7 @@ DROP_UNUSED_TERM = (
 
 
 class Blocks(sql_postings.Blocks):
-    """``PostingBlocks`` over one app, inside the caller's open write transaction."""
+    """Blocks read per block number with ``IN`` lists, written with ``executemany``."""
 
     def term_ids(self, terms: Collection[str], *, create: bool) -> dict[str, int]:
         return term_ids(self.cur, terms, create)
