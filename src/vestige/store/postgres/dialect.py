@@ -17,9 +17,14 @@ if TYPE_CHECKING:
     import psycopg
 
 
+# Each int8 value's text, padded to one width ("  -5,"): a vector's text is one table lookup,
+# not a str() per dimension (384 of them took a third of a bulk insert); pgvector skips blanks.
+_INT8_TEXT = np.array([f"{i:4d}," for i in range(-128, 128)], dtype="S5")
+
+
 def _vector_text(vector: np.ndarray) -> str:
-    """pgvector's text form of a vector (what COPY hands the ``vector`` type's input)."""
-    return "[" + ",".join(map(str, vector.tolist())) + "]"
+    """pgvector's text form of an int8 vector (what COPY hands the ``vector`` type's input)."""
+    return "[" + _INT8_TEXT[vector.astype(np.int16) + 128].tobytes()[:-1].decode("ascii") + "]"
 
 
 class PostgresDialect(Dialect):
