@@ -66,13 +66,13 @@ def item_pks(d: Dialect, cur: Cursor, app_id: int, kind: str, external_ids: Sequ
 
 def _chunk_row(d: Dialect, app_id: int, kind: str, item_pk: int, chunk_id: int, item: IndexedChunk,
                date: str | None) -> tuple:
-    c = item.chunk
+    c, enc = item.chunk, d.to_db
     vector = np.ascontiguousarray(item.vector, dtype=np.int8) if c.dense else None
     return (
         chunk_id, app_id, item_pk if kind == "session" else None, item_pk if kind == "fact" else None,
-        c.position, d.to_db(c.view), d.to_db(",".join(c.roles)), c.first_turn, c.last_turn, d.to_db(c.text),
-        d.to_db(date), c.n_tokens, len(item.terms) if c.lexical else 0, bool(c.lexical),
-        *d.vector_values(vector), d.to_db(c.embed_text) if c.dense else None,
+        c.position, enc(c.view), enc(",".join(c.roles)), c.first_turn, c.last_turn, enc(c.text),
+        date, c.n_tokens, len(item.terms) if c.lexical else 0, bool(c.lexical),
+        *d.vector_values(vector), enc(c.embed_text) if c.dense else None,
     )
 
 
@@ -89,20 +89,19 @@ def insert_items(
     rows: dict[str, list[tuple]] = {"sessions": [], "facts": [], "messages": [], "chunks": []}
     indexed: list[list[tuple[int, list[str]]]] = []
     for item, chunks in items:
-        pk = next(pks[item.kind])
+        pk, date = next(pks[item.kind]), d.to_db(item.date)
         metadata = json.dumps(item.metadata, ensure_ascii=False)  # escapes NUL as \u0000
         head = (pk, app_id, d.to_db(item.external_id))
         if item.kind == "session":
-            rows["sessions"].append((*head, d.to_db(item.date), metadata, item.content_hash, now_iso()))
-            rows["messages"].extend((pk, i, d.to_db(m.role), d.to_db(m.content), d.to_db(m.time))
-                                    for i, m in enumerate(item.messages))
+            rows["sessions"].append((*head, date, metadata, item.content_hash, now_iso()))
+            enc = d.to_db
+            rows["messages"].extend((pk, i, enc(m.role), enc(m.content), enc(m.time)) for i, m in enumerate(item.messages))
         else:
-            rows["facts"].append((*head, d.to_db(item.text), d.to_db(item.date), metadata, item.content_hash,
-                                  now_iso()))
+            rows["facts"].append((*head, d.to_db(item.text), date, metadata, item.content_hash, now_iso()))
         lexical: list[tuple[int, list[str]]] = []
         for one in chunks:
             chunk_id = next(chunk_ids)
-            rows["chunks"].append(_chunk_row(d, app_id, item.kind, pk, chunk_id, one, item.date))
+            rows["chunks"].append(_chunk_row(d, app_id, item.kind, pk, chunk_id, one, date))
             if one.chunk.lexical:
                 lexical.append((chunk_id, one.terms))
         indexed.append(lexical)

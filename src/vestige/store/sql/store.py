@@ -80,15 +80,17 @@ class SQLStore(Store):
         return (int(row[0]), AppVersion(row[1], int(row[2]), int(row[3]))) if row else None
 
     def _ensure_app(self, cur: Cursor, app: str) -> int:
+        found = self._app_id(cur, app)
+        if found is not None:
+            return found
+        # Under the write lock no other writer creates it meanwhile. No INSERT ... ON CONFLICT:
+        # on PostgreSQL each one draws an id from the sequence even when nothing is inserted.
         d = self.dialect
-        created = cur.execute(
-            d.sql("INSERT INTO apps (name, created_at, epoch) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING"),
-            (d.to_db(app), now_iso(), secrets.token_hex(16)),
-        ).rowcount == 1
+        cur.execute(d.sql("INSERT INTO apps (name, created_at, epoch) VALUES (?, ?, ?)"),
+                    (d.to_db(app), now_iso(), secrets.token_hex(16)))
         app_id = self._app_id(cur, app)
         assert app_id is not None
-        if created:  # an existing app without statistics stays untrusted until reindexed
-            postings.reset_stats(d, cur, app_id)
+        postings.reset_stats(d, cur, app_id)  # an existing app without statistics stays untrusted
         return app_id
 
     def _bump(self, cur: Cursor, app_id: int, purge: bool) -> None:
