@@ -50,7 +50,8 @@ class SQLStore(Store):
     # -- plumbing ---------------------------------------------------------------------------
 
     def _after_write(self, removed: bool) -> None:
-        """Called after each committed write (``removed``: it deleted data) and at close."""
+        """Called after a committed write that can delete (``removed``: it did), after an outer
+        transaction, and at close: SQLite checkpoints its log there so deleted text is gone."""
 
     def close(self) -> None:
         self._after_write(False)
