@@ -171,8 +171,9 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
     """Migration 4 re-analyses every version-2 index with the stemming analyzer, as SQLite's 8."""
     import sys
 
-    from vestige.store.postgres import postings as pg_postings
+    from vestige.store.postgres.dialect import DIALECT
     from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _restem_postings
+    from vestige.store.sql import postings as sql_postings
 
     url = pg_server.new_url("restem")
     queries = ("adopting a dog", "paintings", "Caroline")
@@ -191,7 +192,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
         try:
             with conn.transaction(), conn.cursor() as cur:
                 for (app_id,) in cur.execute("SELECT id FROM apps").fetchall():
-                    pg_postings.rebuild(cur, int(app_id))
+                    sql_postings.rebuild(DIALECT, cur, int(app_id))
                 cur.execute("UPDATE lex_stats SET version = 2")
                 cur.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_restem_postings),))
         finally:
@@ -208,7 +209,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
 
 def test_a_rebuild_in_pages_writes_what_one_page_writes(pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """As SQLite's: pages of 3 chunks give the postings, lengths and rankings of one page."""
-    from vestige.store.postgres import postings as pg_postings
+    from vestige.store.sql import postings as sql_postings
 
     url = pg_server.new_url("rebuild_pages")
     words = "cat tuna red bicycle Lisbon apartment piano lessons garden rain painting".split()
@@ -222,7 +223,7 @@ def test_a_rebuild_in_pages_writes_what_one_page_writes(pg_server: PgServer, mon
             whole = [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()]
         lengths = mem.store.doc_lengths("a").lengths.tolist()
         ranked = [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)]
-        monkeypatch.setattr(pg_postings, "REBUILD_BATCH", 3)
+        monkeypatch.setattr(sql_postings, "REBUILD_BATCH", 3)
         assert indexed == 16 and mem.store.rebuild_lexical("a") == indexed
         with psycopg.connect(url, autocommit=True) as conn:
             assert [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()] == whole

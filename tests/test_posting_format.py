@@ -167,7 +167,8 @@ def _to_unstemmed_index(path: Path) -> None:
     written from unstemmed terms (lexical version 2), schema before migration 8."""
     import sys
 
-    from vestige.store.sqlite import postings as sqlite_postings
+    from vestige.store.sql import postings as sql_postings
+    from vestige.store.sqlite.dialect import DIALECT
 
     analyze_module = sys.modules["vestige.lexical.analyze"]  # the module, not the function
 
@@ -178,7 +179,7 @@ def _to_unstemmed_index(path: Path) -> None:
     try:
         cur = conn.cursor()
         for (app_id,) in cur.execute("SELECT id FROM apps").fetchall():
-            sqlite_postings.rebuild(cur, app_id)
+            sql_postings.rebuild(DIALECT, cur, app_id)
         conn.execute("UPDATE lex_stats SET version = 2")
         conn.commit()
     finally:
@@ -236,7 +237,7 @@ def test_dropping_a_term_probes_the_postings_primary_key(tmp_path: Path) -> None
 def test_a_rebuild_in_pages_writes_what_one_page_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``rebuild`` reads, analyses and writes chunks a page at a time (memory stays flat at a
     million chunks): pages of 3 give the postings, lengths and rankings of a single page."""
-    from vestige.store.sqlite import postings as sqlite_postings
+    from vestige.store.sql import postings as sql_postings
 
     path = tmp_path / "m.sqlite"
     rng = random.Random(3)
@@ -247,7 +248,7 @@ def test_a_rebuild_in_pages_writes_what_one_page_writes(tmp_path: Path, monkeypa
         indexed = mem.store.rebuild_lexical("a")
         whole = _postings_by_term(path), mem.store.doc_lengths("a").lengths.tolist()
         ranked = [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)]
-        monkeypatch.setattr(sqlite_postings, "REBUILD_BATCH", 3)
+        monkeypatch.setattr(sql_postings, "REBUILD_BATCH", 3)
         assert indexed > 3 * 4 and mem.store.rebuild_lexical("a") == indexed
         assert (_postings_by_term(path), mem.store.doc_lengths("a").lengths.tolist()) == whole
         assert [(h.id, h.score) for h in mem.search("red bicycle in Lisbon", app="a", k=10, rerank=False)] == ranked

@@ -10,47 +10,32 @@ with the schema the extension lives in.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import DatabaseNotFound, NotADatabase, SchemaError
-from ...lexical.postings import RESTEM_NOTICE, repack_index
-from . import postings
-
-log = logging.getLogger("vestige")
+from ..sql import postings as sql_postings
+from .dialect import DIALECT
 
 if TYPE_CHECKING:
     import psycopg
 
 
 def _repack_postings(conn: psycopg.Connection) -> None:
-    """3: posting blocks of 8,192 chunk ids, were 1,024 (lexical format version 2), as SQLite's
-    migration 7: the same postings regrouped; apps whose index was of another version lose
-    their postings to ``vestige reindex``, which they needed anyway."""
-    current = {row[0] for row in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
+    """3: posting blocks of 8,192 chunk ids, were 1,024, as SQLite's migration 7 (``sql.postings.repack``)."""
     conn.execute("CREATE TEMP TABLE lex_postings_v2 (LIKE lex_postings) ON COMMIT DROP")
-    with conn.cursor(name="vestige_repack") as rows, conn.cursor() as writer:  # rows streamed
-        rows.execute("SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block")
-        dropped = repack_index(rows, current, lambda batch: writer.executemany(
-            "INSERT INTO lex_postings_v2 VALUES (%s, %s, %s, %s)", batch), 10, 13)
-    conn.execute("DELETE FROM lex_postings")
-    conn.execute("INSERT INTO lex_postings SELECT * FROM lex_postings_v2")
-    conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
-    if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
-        conn.execute("DELETE FROM lex_terms t WHERE NOT EXISTS (SELECT 1 FROM lex_postings p WHERE p.term_id = t.id)")
+
+    def swap() -> None:
+        conn.execute("DELETE FROM lex_postings")
+        conn.execute("INSERT INTO lex_postings SELECT * FROM lex_postings_v2")
+
+    sql_postings.repack(DIALECT, conn, conn.cursor(name="vestige_repack"), swap)  # rows streamed
 
 
 def _restem_postings(conn: psycopg.Connection) -> None:
-    """4: stemmed terms (lexical version 3), as SQLite's migration 8: every app whose index was
-    current (version 2) is re-analysed from its stored chunk text; apps whose index was of
-    another version are left to ``vestige reindex`` as before."""
+    """4: stemmed terms (lexical version 3), as SQLite's migration 8."""
     with conn.cursor() as cur:
-        for n, (app_id,) in enumerate(cur.execute("SELECT app_id FROM lex_stats WHERE version = 2 ORDER BY app_id").fetchall()):
-            if n == 0:
-                log.warning(RESTEM_NOTICE)
-            postings.rebuild(cur, int(app_id))
-            cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = %s", (app_id,))
+        sql_postings.restem(DIALECT, cur)
 
 
 MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [

@@ -1,9 +1,6 @@
-"""The BM25 index as PostgreSQL tables, in the shape of SQLite's: the term dictionary, posting
-blocks (bytea), lengths and counts.
-
-This module only moves bytes and counts; what a block holds is decided by
-``vestige.lexical.postings`` (upkeep) and ``vestige.lexical.bm25`` (scoring). Every function
-that writes runs inside a write transaction, under the store's write lock.
+"""The BM25 index's PostgreSQL side: posting blocks (bytea) read and written a statement per
+batch through ``unnest`` of arrays. What both backends do alike is in ``store/sql/postings.py``.
+Every function that writes runs inside a write transaction, under the store's write lock.
 """
 
 from __future__ import annotations
@@ -13,10 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import lexical
-from ...lexical import postings as lexical_postings
-from ..base import LexicalStats
-from .text import from_db
+from ..sql import postings as sql_postings
 
 if TYPE_CHECKING:
     import psycopg
@@ -42,69 +36,14 @@ def term_ids(cur: psycopg.Cursor, terms: Collection[str], create: bool) -> dict[
     return {term: term_id for term, term_id in rows}
 
 
-def stats(cur: psycopg.Cursor, app_id: int) -> LexicalStats | None:
-    row = cur.execute("SELECT version, n_docs, total_len FROM lex_stats WHERE app_id = %s", (app_id,)).fetchone()
-    return LexicalStats(int(row[0]), int(row[1]), int(row[2])) if row else None
-
-
-def indexed_count(cur: psycopg.Cursor, app_id: int) -> int:
-    return int(cur.execute("SELECT count(*) FROM chunks WHERE app_id = %s AND in_lexical", (app_id,)).fetchone()[0])
-
-
-def reset_stats(cur: psycopg.Cursor, app_id: int) -> None:
-    cur.execute(
-        "INSERT INTO lex_stats (app_id, version, n_docs, total_len) VALUES (%s, %s, 0, 0) "
-        "ON CONFLICT (app_id) DO UPDATE SET version = excluded.version, n_docs = 0, total_len = 0",
-        (app_id, lexical.VERSION),
-    )
-
-
-def app_terms(cur: psycopg.Cursor, app_id: int) -> list[int]:
-    return [r[0] for r in cur.execute("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = %s", (app_id,))]
-
-
-#: Chunks analysed and written at a time by ``rebuild``.
-REBUILD_BATCH = 20_000
-
-
-def rebuild(cur: psycopg.Cursor, app_id: int) -> int:
-    """The app's postings, lengths and counts written anew from its stored chunk text by this
-    vestige's analyzer (``vestige reindex``, and the migration to a new analyzer), as SQLite's
-    ``rebuild``. Returns how many chunks were indexed. The caller bumps the app's generation."""
-    old_terms = app_terms(cur, app_id)
-    cur.execute("DELETE FROM lex_postings WHERE app_id = %s", (app_id,))
-    reset_stats(cur, app_id)
-    blocks = Blocks(cur, app_id)
-    count = 0
-    page = "SELECT id, text FROM chunks WHERE app_id = %s AND in_lexical AND id > %s ORDER BY id LIMIT %s"
-
-    def rows_after(last: int) -> list[tuple[int, str]]:
-        return [(i, from_db(text)) for i, text in cur.execute(page, (app_id, last, REBUILD_BATCH)).fetchall()]
-
-    for chunks in lexical_postings.analysed_pages(rows_after):
-        cur.execute(
-            "UPDATE chunks c SET lex_len = u.len FROM unnest(%s::bigint[], %s::int[]) AS u(id, len) "
-            "WHERE c.id = u.id",
-            ([i for i, _ in chunks], [len(t) for _, t in chunks]),
-        )
-        lexical_postings.add(blocks, chunks)
-        count += len(chunks)
-    blocks.drop_unused_terms(old_terms)
-    return count
-
-
-class Blocks:
-    """``PostingBlocks`` over one app, inside the caller's open write transaction."""
-
-    def __init__(self, cur: psycopg.Cursor, app_id: int):
-        self.cur = cur
-        self.app_id = app_id
+class Blocks(sql_postings.Blocks):
+    """Blocks read, upserted and deleted a statement per batch (``unnest`` of arrays)."""
 
     def term_ids(self, terms: Collection[str], *, create: bool) -> dict[str, int]:
         return term_ids(self.cur, terms, create)
 
     def read_blocks(self, keys: Collection[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        keys = list(keys)
+        keys = self.may_exist(keys)
         if not keys:
             return {}
         rows = self.cur.execute(
@@ -131,18 +70,6 @@ class Blocks:
                 "WHERE p.app_id = %s AND p.term_id = k.term_id AND p.block = k.block",
                 ([t for t, _ in gone], [b for _, b in gone], self.app_id),
             )
-
-    def add_stats(self, n_docs: int, total_len: int) -> None:
-        self.cur.execute(
-            "UPDATE lex_stats SET n_docs = n_docs + %s, total_len = total_len + %s WHERE app_id = %s",
-            (n_docs, total_len, self.app_id),
-        )
-
-    def stats(self) -> LexicalStats | None:
-        return stats(self.cur, self.app_id)
-
-    def indexed_count(self) -> int:
-        return indexed_count(self.cur, self.app_id)
 
     def drop_unused_terms(self, term_ids: Collection[int]) -> None:
         ids = sorted(set(int(t) for t in term_ids))

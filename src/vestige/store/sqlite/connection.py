@@ -269,6 +269,9 @@ class Connection:
                             self.conn.execute("ROLLBACK")
                         raise translate(exc, self.path) from None
 
+    # One statement reads one state of the file: a snapshot (PostgreSQL's runs in autocommit).
+    single = snapshot
+
     def checkpoint(self, wait_ms: int = 100) -> bool:
         """Copy the write-ahead log into the database and truncate it, so that text a delete
         removed survives in neither file. False when a reader of another connection still

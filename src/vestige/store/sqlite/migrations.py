@@ -2,52 +2,34 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
 from collections.abc import Callable
 
 from ...errors import SchemaError
-from ...lexical.postings import RESTEM_NOTICE, repack_index
-from . import postings
-
-log = logging.getLogger("vestige")
+from ..sql import postings as sql_postings
+from .dialect import DIALECT
 
 
 def _repack_postings(conn: sqlite3.Connection) -> None:
-    """7: posting blocks of 8,192 chunk ids, were 1,024 (lexical format version 2). The same
-    postings regrouped, so every score stays the same to the bit; apps whose index was of
-    another version are left to ``vestige reindex`` as before."""
+    """7: posting blocks of 8,192 chunk ids (``sql.postings.repack``)."""
     conn.execute(
         "CREATE TABLE lex_postings_v2 ("
         " app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,"
         " term_id INTEGER NOT NULL, block INTEGER NOT NULL, data BLOB NOT NULL,"
         " PRIMARY KEY (app_id, term_id, block)) WITHOUT ROWID"
     )
-    current = {app_id for (app_id,) in conn.execute("SELECT app_id FROM lex_stats WHERE version = 1")}
-    rows = conn.execute(
-        "SELECT app_id, term_id, block, data FROM lex_postings ORDER BY app_id, term_id, block"
-    )
-    writer = conn.cursor()
-    dropped = repack_index(rows, current, lambda batch: writer.executemany(
-        "INSERT INTO lex_postings_v2 VALUES (?, ?, ?, ?)", batch), 10, 13)
-    conn.execute("DROP TABLE lex_postings")
-    conn.execute("ALTER TABLE lex_postings_v2 RENAME TO lex_postings")
-    conn.execute("UPDATE lex_stats SET version = 2 WHERE version = 1")
-    if dropped:  # no term outlives its postings (deleted text leaves nothing in the index)
-        conn.execute("DELETE FROM lex_terms WHERE id NOT IN (SELECT DISTINCT term_id FROM lex_postings)")
+
+    def swap() -> None:
+        conn.execute("DROP TABLE lex_postings")
+        conn.execute("ALTER TABLE lex_postings_v2 RENAME TO lex_postings")
+
+    sql_postings.repack(DIALECT, conn, conn.cursor(), swap)
 
 
 def _restem_postings(conn: sqlite3.Connection) -> None:
-    """8: stemmed terms (lexical version 3). Every app whose index was current (version 2) is
-    re-analysed from its stored chunk text, so an upgraded file keeps its lexical channel;
-    apps whose index was of another version are left to ``vestige reindex`` as before."""
-    cur = conn.cursor()
-    for n, (app_id,) in enumerate(cur.execute("SELECT app_id FROM lex_stats WHERE version = 2").fetchall()):
-        if n == 0:
-            log.warning(RESTEM_NOTICE)
-        postings.rebuild(cur, app_id)
-        cur.execute("UPDATE apps SET generation = generation + 1 WHERE id = ?", (app_id,))
+    """8: stemmed terms (lexical version 3): every version-2 index re-analysed."""
+    sql_postings.restem(DIALECT, conn.cursor())
 
 
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
