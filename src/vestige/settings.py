@@ -52,3 +52,13 @@ CUT_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 CUT_MIN_COSINE = 0.20
 CUT_MAX_GAP = 0.07
 CUT_MIN_COVERAGE = 0.34
+# Trimming (vestige.read.trim): each memory in the block shown by its lines holding a selective
+# question term (one in at most TRIM_MAX_SHARE of the block's lines), TRIM_CONTEXT lines either
+# side; a memory below the first with no such line stays only with TRIM_KEEP_UNMATCHED. Fitted by
+# benchmarks/context_cv.py --trim on recorded blocks of both dev sets (cross-dataset and 5-fold there).
+TRIM = True
+TRIM_CONTEXT = 1
+TRIM_MAX_SHARE = 0.2
+TRIM_KEEP_UNMATCHED = True
+TRIM_REST_RUNS = 0
+TRIM_UNMATCHED_MIN_COSINE = -1.0
