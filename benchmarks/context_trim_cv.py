@@ -96,31 +96,49 @@ def cut_hits(record: dict, params: CutParams) -> list:
     return [h for h, why in zip(hits, cut(signals, params)) if why is None]
 
 
-def outcomes(captures: list[dict]) -> tuple[list[Replayed], list[dict], dict[str, np.ndarray]]:
+def grid_points() -> list[dict]:
+    return [{"cut": asdict(c), "trim": None if t is None else asdict(t)} for c in CUT_GRID for t in TRIM_GRID]
+
+
+def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
+    """Every question of one capture under every grid point (kept next to the capture: a
+    second fit reads it back)."""
+    done = path.with_suffix(".outcomes.pkl")
+    if done.exists():
+        with open(done, "rb") as f:
+            saved = pickle.load(f)
+        if saved["grid"] == grid_points():
+            return saved["questions"], saved["rows"]
+    with open(path, "rb") as f:
+        cap = pickle.load(f)
     from vestige.embed import get_embedder
     count = functools.lru_cache(maxsize=None)(get_embedder(settings.EMBEDDER).count_tokens)
-    grid = [{"cut": asdict(c), "trim": None if t is None else asdict(t)} for c in CUT_GRID for t in TRIM_GRID]
     questions: list[Replayed] = []
     rows: list[list[dict]] = []
-    for cap in captures:
-        d = cap["dataset"]
-        with open(RANKING / d / "default" / "rows.jsonl") as f:
-            top5 = {r["id"]: r["metrics"]["r_any@5"] for r in map(json.loads, f)}
-        keep = [r for r in cap["records"] if r["kind"] in OFF or (r["q"].gold and (d == "locomo" or not r["q"].abstention))]
-        for n, record in enumerate(keep):
-            questions.append(Replayed(d, record, top5.get(record["q"].qid)))
-            per_point, seen = [], {}
-            for c in CUT_GRID:
-                hits = cut_hits(record, c)
-                for t in TRIM_GRID:
-                    key = (tuple(h.id for h in hits), t)  # cuts that keep the same memories build the same block
-                    if key not in seen:
-                        block = build_context(hits, count, terms=record["terms"], notes=record["notes"], trim=t)
-                        seen[key] = block_cells(block, record["q"], cap["sessions"], cap["dates"])
-                    per_point.append(seen[key])
-            rows.append(per_point)
-            if n % 50 == 0:
-                print(d, n, len(keep), flush=True)
+    d = cap["dataset"]
+    with open(RANKING / d / "default" / "rows.jsonl") as f:
+        top5 = {r["id"]: r["metrics"]["r_any@5"] for r in map(json.loads, f)}
+    keep = [r for r in cap["records"] if r["kind"] in OFF or (r["q"].gold and (d == "locomo" or not r["q"].abstention))]
+    for n, record in enumerate(keep):
+        questions.append(Replayed(d, record, top5.get(record["q"].qid)))
+        per_point, seen = [], {}
+        for c in CUT_GRID:
+            hits = cut_hits(record, c)
+            for t in TRIM_GRID:
+                key = (tuple(h.id for h in hits), t)  # cuts that keep the same memories build the same block
+                if key not in seen:
+                    block = build_context(hits, count, terms=record["terms"], notes=record["notes"], trim=t)
+                    seen[key] = block_cells(block, record["q"], cap["sessions"], cap["dates"])
+                per_point.append(seen[key])
+        rows.append(per_point)
+        if n % 50 == 0:
+            print(d, n, len(keep), flush=True)
+    with open(done, "wb") as f:
+        pickle.dump({"grid": grid_points(), "questions": questions, "rows": rows}, f)
+    return questions, rows
+
+
+def matrices(questions: list[Replayed], rows: list[list[dict]], grid: list[dict]) -> dict[str, np.ndarray]:
     shape = (len(questions), len(grid))
     out = {k: np.zeros(shape) for k in ("evidence", "ev_tokens", "tokens", "served", "empty", "memories", "turn")}
     for i, per_point in enumerate(rows):
@@ -135,15 +153,18 @@ def outcomes(captures: list[dict]) -> tuple[list[Replayed], list[dict], dict[str
     shipped = grid.index({"cut": asdict(CutParams()), "trim": None})
     for i, q in enumerate(questions):
         q.today = {"evidence": out["evidence"][i, shipped]}
-    return questions, grid, out
+    return out
 
 
 def fit(paths: list[Path], out_path: Path) -> None:
-    captures = []
+    questions: list[Replayed] = []
+    rows: list[list[dict]] = []
     for p in paths:
-        with open(p, "rb") as f:
-            captures.append(pickle.load(f))
-    questions, grid, out = outcomes(captures)
+        qs, rs = outcomes(p)
+        questions += qs
+        rows += rs
+    grid = grid_points()
+    out = matrices(questions, rows, grid)
     shipped = grid.index({"cut": asdict(CutParams()), "trim": None})
     before = {}
     for d in sorted({q.dataset for q in questions}):
