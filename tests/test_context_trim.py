@@ -60,10 +60,10 @@ def test_a_memory_with_no_matching_line():
     second = _hit("s2", ["still nothing"])
     third = _hit("s3", ["a charity race"])
     terms = _terms("charity race")
-    left_out = trim_hits([first, second, third], terms, TrimParams(1, 1.0, False))
+    left_out = trim_hits([first, second, third], terms, TrimParams(1, 1.0, False, 0, -1.0))
     assert left_out[0][0].passages == ["nor here either"]  # the best memory stays, by its best passage
     assert left_out[1] is None and left_out[2] == (third, False)
-    kept = trim_hits([first, second, third], terms, TrimParams(1, 1.0, True))
+    kept = trim_hits([first, second, third], terms, TrimParams(1, 1.0, True, 0, -1.0))
     assert kept[1] == (second, False)
     assert trim_hits([first, second], [], TrimParams()) == [(first, False), (second, False)]  # no terms
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import lexical, settings
-from .context import ContextBlock, build_context, check_options, place_context, question_of
+from .context import DEFAULT_TRIM, ContextBlock, build_context, check_options, place_context, question_of
 from .dates import now_iso
 from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
@@ -26,6 +26,7 @@ from .errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInpu
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
+from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search
 from .rerank import Reranker, get_reranker
@@ -536,6 +537,7 @@ class Memory:
         relative_cut: float | None = None,
         explain: bool = False,
         now: Any = None,
+        trim: TrimParams | None = DEFAULT_TRIM,
     ) -> ContextBlock:
         """The prompt block for ``query``: dated memories within budget, or "" (see vestige.context).
 
@@ -545,7 +547,9 @@ class Memory:
         (``block.trace``; with ``explain``, ``block.dropped`` and each snippet's ``hit.why``).
         ``relative_cut``: also leave out hits scoring under this share of the best hit's fused
         score (the cut before this one; None: not applied, nor when the scores are not on one
-        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``."""
+        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
+        memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
+        its passages whole)."""
         budget = check_options(budget_tokens, order)
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
@@ -566,7 +570,7 @@ class Memory:
         terms = results.question.own_terms if results.question is not None else []
         return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
                              relative_cut=cut, order=order, notes=results.notes, terms=terms,
-                             trace=results._trace)
+                             trace=results._trace, trim=trim)
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,
