@@ -109,3 +109,22 @@ def test_the_first_memory_with_neither_the_words_nor_the_meaning_leaves_the_bloc
     assert trim_hits([far], _terms("charity race"), TrimParams(1, 0.2, False, 0, -1.0)) == [(far, False)]
     block = build_context([far], lambda text: len(text.split()), terms=_terms("charity race"), trim=params)
     assert block == "" and not block.snippets
+
+
+def test_memory_trims_where_its_cut_applies():
+    """The trimming was fitted with the cut, for the model the cut is for: a memory without a
+    cut (another embedder) shows passages whole unless asked; a bad value is refused."""
+    import pytest
+
+    from vestige.errors import InvalidInput
+    from vestige.memory import Memory
+
+    with Memory(":memory:", embedder="hash") as m:
+        m.add_session([{"role": "user", "content": line} for line in CHAT], app="me", session_id="s1")
+        assert m.cut is None
+        whole = m.context("charity race", app="me")
+        assert CHAT[0] in whole and not any(s.trimmed for s in whole.snippets)
+        trimmed = m.context("charity race", app="me", trim=TrimParams(0, 0.4, False, 1, -1.0))
+        assert CHAT[2] in trimmed and CHAT[0] not in trimmed and trimmed.snippets[0].trimmed
+        with pytest.raises(InvalidInput, match="trim"):
+            m.context("charity race", app="me", trim="yes")

@@ -537,7 +537,7 @@ class Memory:
         relative_cut: float | None = None,
         explain: bool = False,
         now: Any = None,
-        trim: TrimParams | None = DEFAULT_TRIM,
+        trim: TrimParams | None | str = "auto",
     ) -> ContextBlock:
         """The prompt block for ``query``: dated memories within budget, or "" (see vestige.context).
 
@@ -549,8 +549,14 @@ class Memory:
         score (the cut before this one; None: not applied, nor when the scores are not on one
         scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
         memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
-        its passages whole)."""
+        its passages whole; "auto": the trimming fitted with the cut, where the cut applies)."""
         budget = check_options(budget_tokens, order)
+        if isinstance(trim, str):
+            if trim != "auto":
+                raise InvalidInput(f"trim must be 'auto', None or TrimParams, got {shown(trim)}")
+            trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
+        elif trim is not None and not isinstance(trim, TrimParams):
+            raise InvalidInput(f"trim must be 'auto', None or TrimParams, got {shown(trim)}")
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
             or not 0.0 <= relative_cut <= 1.0
