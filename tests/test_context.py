@@ -25,7 +25,7 @@ def memory():
 
 
 def test_block_has_dates_sources_and_the_rule(memory):
-    block = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=None)
+    block = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=None, trim=None)
     assert isinstance(block, ContextBlock) and isinstance(block, str)
     assert block.startswith(HEADER) and block.endswith(FOOTER)
     assert "2024-05-01 · conversation s-cat (user, assistant)" in block
@@ -41,14 +41,15 @@ def test_hits_far_below_the_best_are_left_out(memory):
     """The share-of-best cut (no longer the default: vestige.read.cut replaced it) still drops
     memories far weaker than the best (the move to Lisbon, for a question about the cat) when
     asked; with RRF, whose scores are ranks, it is not applied."""
-    everything = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=None)
-    cut = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=0.65)
+    everything = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=None, trim=None)
+    cut = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=0.65, trim=None)
     ids = lambda block: {s.hit.fact_id or s.hit.session_id for s in block.snippets}  # noqa: E731
     assert "f-move" in ids(everything) and "f-move" not in ids(cut)
     assert "s-cat" in ids(cut) and any("of the best hit's score left out" in n for n in cut.notes)
     best = max(s.hit.score for s in cut.snippets)
     assert all(s.hit.score >= 0.65 * best for s in cut.snippets)
-    rrf = memory.derive(fusion="rrf").context("What is my cat called?", app="me", budget_tokens=500, relative_cut=0.65)
+    rrf = memory.derive(fusion="rrf").context("What is my cat called?", app="me", budget_tokens=500, relative_cut=0.65,
+                                              trim=None)
     assert ids(rrf) == ids(everything)
     with pytest.raises(InvalidInput, match="relative_cut"):
         memory.context("cat", app="me", relative_cut=1.5)

@@ -168,7 +168,7 @@ def test_the_block_marks_the_older_of_two_memories_on_one_subject_and_superseded
     other = _fact_hit("f-cat", "The cat is called Admon.", "2023-06-01", 0.7, superseded_by="f-cat2")
     terms = Question("How many bikes do I own?").own_terms
     block = build_context([older, newer, other], lambda text: len(text.split()), budget_tokens=400, terms=terms,
-                          trace=Trace())
+                          trace=Trace(), trim=None)
     assert block.index("[1] 2023-01-05 · note f-bikes · earlier than [3]") >= 0
     assert "[3] 2024-02-01 · note f-sold\n" in block
     assert "[2] 2023-06-01 · note f-cat · superseded by f-cat2\n" in block  # no bike: not marked earlier
@@ -252,7 +252,7 @@ def test_porto_the_fact_first_and_unrelated_conversations_out_of_the_block():
         assert [s.hit.id for s in block.snippets] == ["f-porto"]
         assert "Porto" in block and "pytest" not in block and "pathlib" not in block
         assert {d.id for d in block.dropped if d.stage == "cut"} == {"code-0", "code-1", "code-2"}
-        before = m.derive(group=False, cut=None).context("Where do I live?", app="me", relative_cut=0.65)
+        before = m.derive(group=False, cut=None).context("Where do I live?", app="me", relative_cut=0.65, trim=None)
         assert len(before.snippets) == 4  # the cut it replaces kept everything
 
 

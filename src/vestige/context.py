@@ -20,8 +20,9 @@ from typing import Any
 from .errors import InvalidInput
 from .lexical import analyze
 from .read.group import PASSAGE_GAP
+from .read.trim import TrimParams, trim_hits
 from .read.trace import Dropped, StageRecord, Trace
-from .settings import CONTEXT_BUDGET_TOKENS
+from .settings import CONTEXT_BUDGET_TOKENS, TRIM
 from .types import Hit
 from .write.validate import shown
 
@@ -37,6 +38,8 @@ FOOTER = (
     "</memory>"
 )
 MAX_BUDGET_TOKENS = 100_000
+#: The block's trimming by default (vestige.read.trim; settings TRIM_*).
+DEFAULT_TRIM = TrimParams() if TRIM else None
 ORDERS = ("date", "relevance")
 
 
@@ -48,6 +51,7 @@ class Snippet:
     text: str  # the formatted entry, header line included
     n_tokens: int
     earlier_than: int | None = None  # the number of a later entry that speaks of the same thing
+    trimmed: bool = False  # shown by some of its lines only (vestige.read.trim)
 
 
 class ContextBlock(str):
@@ -149,6 +153,7 @@ def build_context(
     relative_cut: float | None = None,
     terms: Sequence[str] = (),
     trace: Trace | None = None,
+    trim: TrimParams | None = DEFAULT_TRIM,
 ) -> ContextBlock:
     """Format the best of ``hits`` (best first) that fit ``budget_tokens``: the budget stage.
 
@@ -162,6 +167,8 @@ def build_context(
     drops hits scoring under that share of the best hit's score (the cut before
     ``vestige.read.cut``; meaningful only for convex-fused scores). ``notes`` (from the search)
     are carried into the block's notes, ``trace`` into its trace (with a "budget" record).
+    ``trim``: each memory shown by its lines that hold the question's ``terms``
+    (``vestige.read.trim``; None: whole passages).
     """
     budget = check_options(budget_tokens, order)
     trace = trace if trace is not None else Trace()
@@ -191,11 +198,23 @@ def build_context(
         return ContextBlock(notes=notes + [f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)"],
                             trace=trace)
     wanted = set(terms)
+    trimmed: set[int] = set()
+    if trim is not None:
+        shown_as = trim_hits(hits, terms, trim)
+        for hit, kept in zip(hits, shown_as):
+            if kept is None:
+                trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", "no line holds a selective term of the "
+                           "question, and a better memory does", hit.score)
+        pairs = [kept for kept in shown_as if kept is not None]
+        trace.record("trim", len(pairs), len(hits) - len(pairs),
+                     f"{sum(t for _, t in pairs)} memories shown by their matching lines")
+        hits = [hit for hit, _ in pairs]
+        trimmed = {id(hit) for hit, t in pairs if t}
     fills, used = _fill(hits, count, budget, frame)
     chosen = []
-    for hit, shown in fills:
-        if shown:
-            text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in shown)
+    for hit, placed in fills:
+        if placed:
+            text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in placed)
             chosen.append((hit, text, count(format_snippet(999, hit, text))))
         else:
             trace.drop(hit.id or f"chunk {hit.chunk_id}", "budget", f"its best passage did not fit the "
@@ -203,11 +222,11 @@ def build_context(
     skipped = len(fills) - len(chosen)
     if skipped:
         notes.append(f"{skipped} hits did not fit the budget of {budget} tokens and were left out")
-    shortened = sum(0 < len(shown) < len(_passages(hit)) for hit, shown in fills)
+    shortened = sum(0 < len(placed) < len(_passages(hit)) for hit, placed in fills)
     trace.record("budget", len(chosen), skipped, f"{used} of {budget} tokens"
                  + (f"; {shortened} memories shown by some of their passages" if shortened else ""))
     while chosen:
-        snippets = _layout(chosen, order, wanted)
+        snippets = _layout(chosen, order, wanted, trimmed)
         text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
         n_tokens = count(text)
         if n_tokens <= budget or not any(s.earlier_than for s in snippets):
@@ -219,7 +238,7 @@ def build_context(
     return ContextBlock(notes=notes, trace=trace)
 
 
-def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str]) -> list[Snippet]:
+def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int]) -> list[Snippet]:
     """The entries numbered in the block's order, each marked earlier when a later one speaks
     of the same thing."""
     if order == "date":
@@ -232,7 +251,7 @@ def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str]) -> 
     snippets = []
     for n, (hit, text, cost) in enumerate(chosen, 1):
         mark = later[n - 1] + 1 if n - 1 in later else None
-        snippets.append(Snippet(hit, format_snippet(n, hit, text, mark), cost, mark))
+        snippets.append(Snippet(hit, format_snippet(n, hit, text, mark), cost, mark, id(hit) in trimmed))
     return snippets
 
 
@@ -258,16 +277,16 @@ def _fill(hits: list[Hit], count: Callable[[str], int], budget: int, used: int) 
             costs.append(0)
     rounds = max((len(_passages(hit)) for hit, _ in fills), default=0)
     for round_ in range(rounds):
-        for n, (hit, shown) in enumerate(fills):
+        for n, (hit, placed) in enumerate(fills):
             order = hit.passage_ranks or list(range(len(_passages(hit))))
-            if round_ >= len(order) or (round_ > 0 and not shown):
+            if round_ >= len(order) or (round_ > 0 and not placed):
                 continue
-            trial = shown | {order[round_]}
+            trial = placed | {order[round_]}
             text = PASSAGE_GAP.join(p for i, p in enumerate(_passages(hit)) if i in trial)
             # Numbers are at most 3 digits for any k we allow; count with a placeholder of that width.
             cost = count(format_snippet(999, hit, text))
             if used - costs[n] + cost <= budget:
-                shown.add(order[round_])
+                placed.add(order[round_])
                 used += cost - costs[n]
                 costs[n] = cost
     return fills, used

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import lexical, settings
-from .context import ContextBlock, build_context, check_options, place_context, question_of
+from .context import DEFAULT_TRIM, ContextBlock, build_context, check_options, place_context, question_of
 from .dates import now_iso
 from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
@@ -29,6 +29,7 @@ from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
+from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search
 from .rerank import Reranker, get_reranker
@@ -564,6 +565,7 @@ class Memory:
         relative_cut: float | None = None,
         explain: bool = False,
         now: Any = None,
+        trim: TrimParams | None | str = "auto",
     ) -> ContextBlock:
         """The prompt block for ``query``: dated memories within budget, or "" (see vestige.context).
 
@@ -573,8 +575,16 @@ class Memory:
         (``block.trace``; with ``explain``, ``block.dropped`` and each snippet's ``hit.why``).
         ``relative_cut``: also leave out hits scoring under this share of the best hit's fused
         score (the cut before this one; None: not applied, nor when the scores are not on one
-        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``."""
+        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
+        memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
+        its passages whole; "auto": the trimming fitted with the cut, where the cut applies)."""
         budget = check_options(budget_tokens, order)
+        if isinstance(trim, str):
+            if trim != "auto":
+                raise InvalidInput(f"trim must be 'auto', None or TrimParams, got {shown(trim)}")
+            trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
+        elif trim is not None and not isinstance(trim, TrimParams):
+            raise InvalidInput(f"trim must be 'auto', None or TrimParams, got {shown(trim)}")
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
             or not 0.0 <= relative_cut <= 1.0
@@ -594,7 +604,7 @@ class Memory:
         terms = results.question.own_terms if results.question is not None else []
         return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
                              relative_cut=cut, order=order, notes=results.notes, terms=terms,
-                             trace=results._trace)
+                             trace=results._trace, trim=trim)
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,

@@ -141,17 +141,17 @@ def kind_of(hay: ContextHaystack, q: Question) -> str:
     return "abstention" if q.abstention else "legitimate"
 
 
-def covered_turns(hit: Hit, messages: list[Message] | None) -> list[int]:
+def covered_turns(hit: Hit, messages: list[Message] | None, trimmed: bool = False) -> list[int]:
     """The turns of its session a snippet shows. One passage shows the turns it spans (a
-    user-view chunk only the user's); a memory shown by several passages (grouped) shows a turn
-    when the turn's text, its start or its end, is in one of them: the turns between two
-    passages are left out of the block."""
+    user-view chunk only the user's); a memory shown by several passages (grouped), or trimmed to
+    some of its lines (``trimmed``), shows a turn when the turn's text, its start or its end, is
+    in one of them: the turns between two passages are left out of the block."""
     if hit.session_id is None or hit.first_turn is None or hit.last_turn is None:
         return []
     turns = range(hit.first_turn, hit.last_turn + 1)
     if messages is None:
         return list(turns)
-    if len(getattr(hit, "passages", None) or ()) > 1:
+    if trimmed or len(getattr(hit, "passages", None) or ()) > 1:
         shown = " ".join(hit.text.split())
         return [t for t in turns if t < len(messages) and _turn_in(messages[t].content, shown)]
     if hit.view == "user":
@@ -193,7 +193,8 @@ def block_cells(block: ContextBlock, q: Question, sessions: dict[str, list[Messa
     snippet_tokens = sum(s.n_tokens for s in snippets)
     evidence_tokens = sum(s.n_tokens for s in snippets if s.hit.id in gold)
     has_turns = any(q.evidence_turns.get(s) for s in q.gold)
-    shown = {(s.hit.id, t) for s in snippets for t in covered_turns(s.hit, sessions.get(s.hit.session_id or ""))}
+    shown = {(s.hit.id, t) for s in snippets
+             for t in covered_turns(s.hit, sessions.get(s.hit.session_id or ""), getattr(s, "trimmed", False))}
     cells: dict[str, Any] = {
         "n_tokens": block.n_tokens,
         "empty": not snippets,

@@ -9,15 +9,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from .metrics import DIGITS, _fmt, _mean, _percentile
 from .rows import read_rows, sign_test
 
 BENCHMARK = "context"
-DIGITS = 4
 KNOWLEDGE_UPDATE = "knowledge-update"
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), DIGITS) if values else None
 
 
 def _median(values: list[float]) -> float | None:
@@ -25,10 +21,8 @@ def _median(values: list[float]) -> float | None:
 
 
 def _p90(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(float(ordered[max(0, -(-9 * len(ordered) // 10) - 1)]), 2)
+    p90 = _percentile(values, 90)
+    return None if p90 is None else float(p90)
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -121,14 +115,6 @@ def summarise(rows: list[dict[str, Any]], dataset: str, config_name: str) -> dic
                          if not (r["evidence_in_block"] and r["shortfact"]["unrelated_in_block"] == 0)],
         }
     return summary
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) <= 1 else f"{value:.1f}"
-    return str(value)
 
 
 QUESTION_COLUMNS = ("evidence_in_block", "evidence_turn_in_block", "evidence_token_share", "evidence_token_share_mean",

@@ -33,10 +33,16 @@ def _candidates(prefixes: tuple[str, ...]) -> re.Pattern[str]:
 def matched_terms(text: str, question: Question) -> list[str]:
     """The words of ``text`` that are the question's index terms (matched by stem, as the
     lexical channel matches them), each once, as first written in the text."""
-    wanted = set(question.terms)
-    if not wanted:
-        return []
+    return list(words_of_terms(text, set(question.terms)).values())
+
+
+def words_of_terms(text: str, wanted: set[str]) -> dict[str, str]:
+    """Index term -> the first word of ``text`` matching it, for the terms of ``wanted`` that
+    ``text`` holds (a regex scan for words opening as a term does, then stemmed: far cheaper
+    than analysing the whole text)."""
     found: dict[str, str] = {}
+    if not wanted:
+        return found
     openings = {term[:2] for term in wanted}
     openings |= {opening[0] + "y" for opening in openings & _IE_FROM_YING}
     pattern = _candidates(tuple(sorted(openings)))
@@ -44,7 +50,7 @@ def matched_terms(text: str, question: Question) -> list[str]:
         term = stem(word.casefold())
         if term in wanted and term not in found:
             found[term] = word
-    return list(found.values())
+    return found
 
 
 def explain_hit(hit: Hit, question: Question, before: int | None, after: int, reranker: Any) -> dict[str, Any]:
