@@ -32,9 +32,10 @@ from ..base import (
     SampleChunk,
     Store,
     StoredChunk,
+    SyncedFile,
     VectorBatch,
 )
-from . import dense, keys, postings, records, vectors
+from . import dense, keys, postings, records, synced, vectors
 from .connection import Connection, url_options
 from .text import from_db, to_db
 
@@ -367,6 +368,21 @@ class PostgresStore(Store):
             count = postings.rebuild(cur, app_id)
             self._bump(cur, app_id, purge=False)
         return count
+
+    # -- synced files -----------------------------------------------------------------------------
+
+    def synced_files(self, app: str) -> list[SyncedFile]:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else synced.read_all(cur, app_id)
+
+    def record_synced_files(self, app: str, put: Sequence[SyncedFile], drop: Sequence[tuple[str, str]] = ()) -> None:
+        if not put and not drop:
+            return
+        with self._db.write() as cur:
+            app_id = self._ensure_app(cur, app) if put else self._app_id(cur, app)
+            if app_id is not None:
+                synced.write(cur, app_id, put, drop)
 
     # -- API keys ---------------------------------------------------------------------------------
 
