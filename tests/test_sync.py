@@ -357,3 +357,37 @@ def test_sync_on_postgresql(tmp_path, pg_server):
         assert [f.path for f in mem.store.synced_files("v")] == ["d0/n0.md", "d1/n1.md", "d2/n2.md"]
         rows = mem.store._db.read("SELECT count(*) FROM chunks WHERE text LIKE %s", (f"%{secret}%",))
         assert rows[0][0] == 0 and mem.store.counts("v").sessions == 3
+
+
+# -- the Claude Code hook of docs/claude-code-hook.md, run as written --------------------------------
+
+
+def test_the_documented_claude_code_hook_runs_as_written(tmp_path):
+    import re
+    import shutil
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "claude-code-hook.md").read_text()
+    settings = json.loads(re.search(r"```json\n(.*?)```", doc, re.S).group(1))
+    (entry,) = settings["hooks"]["SessionEnd"]
+    (hook,) = entry["hooks"]
+    assert hook["type"] == "command" and isinstance(hook["timeout"], int) and set(entry) == {"hooks"}
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects"
+    shutil.copytree(Path(__file__).parent / "data" / "importers" / "claude_code", projects)
+    env = {"HOME": str(home), "VESTIGE_DB": "", "XDG_DATA_HOME": ""}
+    first = CliRunner().invoke(main, ["sync", str(projects), "--app", "claude-code", "--embedder", "hash"], env=env)
+    assert first.exit_code == 0 and "1 files added" in first.stderr, first.output
+    session = {"type": "user", "sessionId": "9e1d", "uuid": "u1", "timestamp": "2025-06-01T10:00:00Z",
+               "message": {"role": "user", "content": "The staging deploy needs the flag --canary-weight 5."}}
+    (projects / "-home-ana-src-tidewater" / "9e1d.jsonl").write_text(json.dumps(session) + "\n")
+    stdin = json.dumps({"session_id": "9e1d", "transcript_path": str(projects / "-home-ana-src-tidewater" / "9e1d.jsonl"),
+                        "cwd": "/home/ana/src/tidewater", "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+    run_env = {**os.environ, **env, "PYTHONPATH": str(SRC),
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", hook["command"]], input=stdin, text=True, env=run_env,
+                          capture_output=True, timeout=hook["timeout"])
+    assert done.returncode == 0, done.stderr
+    log = (home / ".claude" / "vestige-sync.log").read_text()
+    assert "added -home-ana-src-tidewater/9e1d.jsonl (1 sessions)" in log and "1 unchanged" in log, log
+    with Memory(home / ".local" / "share" / "vestige" / "memory.sqlite") as mem:
+        assert "canary-weight" in mem.search("staging deploy flag", app="claude-code", k=1)[0].text

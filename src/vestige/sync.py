@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import InvalidInput, NotFound
 from .importers import IMPORTERS, Imported, folder_suffixes, read_folder_file
@@ -38,16 +38,26 @@ from .importers.folder import REFUSED_FILE, folder_files
 from .importers.newer import keep_stored_newer
 from .importers.overlap import dedupe
 from .importers.reading import CHUNK_BYTES, DEFAULT_MAX_BYTES, check_readable
-from .store.base import SyncedFile
+from .store.base import Store, SyncedFile
 from .write.validate import check_app, check_fact, check_session, check_unique
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 #: Sessions embedded and stored per transaction.
 BATCH = 64
 
 Say = Callable[[str], None]
+
+
+class Memory(Protocol):
+    """What a sync uses of ``vestige.memory.Memory`` (named here, not imported: Memory.sync
+    imports this module)."""
+
+    store: Store
+
+    def add_sessions(self, sessions: Any, *, app: str) -> Any: ...
+
+    def add_facts(self, facts: Any, *, app: str) -> Any: ...
+
+    def delete(self, item_id: str, *, app: str, kind: str | None = None) -> None: ...
 
 
 @dataclass

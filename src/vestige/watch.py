@@ -14,14 +14,11 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .importers import folder_suffixes
 from .importers.folder import folder_files
-from .sync import Say, SyncReport, check_folder, sync_folder
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .sync import Memory, Say, SyncReport, check_folder, sync_folder
 
 POLL_SECONDS = 1.0
 DEBOUNCE_SECONDS = 0.3
