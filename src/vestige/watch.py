@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import VestigeError
 from .importers import folder_suffixes
 from .importers.folder import folder_files
 from .sync import Memory, Say, SyncReport, check_folder, sync_folder
@@ -62,7 +63,12 @@ def watch(memory: Memory, path: str | os.PathLike[str], *, app: str, poll: float
         changes = _polls(folder, seen, poll or POLL_SECONDS, debounce, stop, suffixes, exclude)
     say(f"watching {folder} with {how_watched(poll)}; Ctrl-C stops")
     for _ in changes:
-        run()
+        try:
+            run()
+        except VestigeError as exc:  # a locked database, a file that vanished mid-read: not the end
+            if not folder.is_dir():
+                raise
+            say(f"failed: {exc}; trying again on the next change")
 
 
 def _events(folder: Path, debounce: float, stop: threading.Event) -> Iterator[None]:
