@@ -10,9 +10,9 @@ items it produced), so a later sync
 - reads a new or changed file through the importers and stores its sessions (a session whose
   content did not change is not embedded again, ``Memory.add_sessions``), and deletes the items
   the file produced before and no longer does;
-- deletes the items of a file that is gone through ``Memory.delete`` (text, vectors, postings,
-  the HNSW graph's copy, the write-ahead log: the forgetting guarantees hold), or keeps them with
-  ``keep_deleted``. An item another recorded file still holds (two exports of one account) is
+- deletes the items of a file that is gone (deleted, or now left out by ``exclude``) through
+  ``Memory.delete`` (text, vectors, postings, the HNSW graph's copy, the write-ahead log: the
+  forgetting guarantees hold), or keeps them with ``keep_deleted``. An item another recorded file still holds (two exports of one account) is
   not deleted with the first file.
 
 A file that cannot be read or parsed is named in ``failed``: its memories stay as they were and
