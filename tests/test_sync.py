@@ -120,6 +120,13 @@ def test_a_touched_file_is_hashed_not_parsed_and_keep_deleted_keeps_memories(tmp
         record = {f.path: f for f in mem.store.synced_files("v")}["d0/n0.md"]
         assert record.mtime_ns == os.stat(vault / "d0" / "n0.md").st_mtime_ns, "the record follows the new time"
 
+        same_size = _note(2).replace("token2x", "TOKEN2X")  # an edit that keeps the size...
+        info = os.stat(vault / "d2" / "n2.md")
+        (vault / "d2" / "n2.md").write_text(same_size)
+        os.utime(vault / "d2" / "n2.md", ns=(info.st_atime_ns, info.st_mtime_ns))  # ...and the time (rsync -t)
+        assert mem.sync(vault, app="v").changes == 0, "size and time as recorded: not opened"
+        assert mem.sync(vault, app="v", rehash=True).changed == ["d2/n2.md"], "--rehash sees it"
+
         (vault / "d1" / "n1.md").unlink()
         kept = mem.sync(vault, app="v", keep_deleted=True)
         assert kept.kept_deleted == ["d1/n1.md"] and kept.deleted == [] and kept.items_deleted == []

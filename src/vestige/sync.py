@@ -136,8 +136,10 @@ def file_sha256(path: Path, root: Path, max_bytes: int) -> str:
 
 def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, format: str | None = None,
                 keep_deleted: bool = False, exclude: tuple[str, ...] = (), max_bytes: int = DEFAULT_MAX_BYTES,
-                say: Say | None = None) -> SyncReport:
-    """Bring the folder ``path`` into ``app`` (see the module); ``say`` gets one line per change."""
+                rehash: bool = False, say: Say | None = None) -> SyncReport:
+    """Bring the folder ``path`` into ``app`` (see the module); ``say`` gets one line per change.
+    ``rehash``: hash every file, even one whose size and time are as recorded (a copy that kept
+    the times of a same-size edit is seen then)."""
     app = check_app(app)
     folder = check_folder(path)
     if format is not None and format not in IMPORTERS:
@@ -161,7 +163,7 @@ def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, forma
         old = recorded.get(relative)
         try:
             info = os.stat(file)
-            if old is not None and (old.size, old.mtime_ns) == (info.st_size, info.st_mtime_ns):
+            if not rehash and old is not None and (old.size, old.mtime_ns) == (info.st_size, info.st_mtime_ns):
                 report.unchanged += 1
                 continue
             sha = file_sha256(file, folder, max_bytes)

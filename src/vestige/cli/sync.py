@@ -30,6 +30,9 @@ def _say(line: str) -> None:
               help="Keep syncing as files change (watchfiles if installed, else polling); Ctrl-C stops.")
 @click.option("--poll", type=click.FloatRange(min=0.05), metavar="SECONDS",
               help="With --watch: look for changes every SECONDS by polling, even when watchfiles is installed.")
+@click.option("--rehash", is_flag=True,
+              help="Hash every file, even one whose size and time are as recorded (after a copy that kept the "
+              "times, e.g. rsync -t of a same-size edit); only files whose bytes changed are read.")
 @max_bytes_option
 @exclude_option
 @click.option("--json", "as_json", is_flag=True,
@@ -37,8 +40,8 @@ def _say(line: str) -> None:
               "deleted; every file or record skipped (with --watch: one line of JSON per sync).")
 @fail_cleanly
 def sync(path: str, db: str | None, app: str, embedder: str | None, plan: str | None, format_name: str | None,
-         keep_deleted: bool, watch: bool, poll: float | None, max_bytes: int, exclude: tuple[str, ...],
-         as_json: bool) -> None:
+         keep_deleted: bool, watch: bool, poll: float | None, rehash: bool, max_bytes: int,
+         exclude: tuple[str, ...], as_json: bool) -> None:
     """Bring the folder PATH (an Obsidian or Markdown vault, ~/.claude/projects, a folder of
     exports) into memory incrementally, and keep it there.
 
@@ -57,7 +60,8 @@ def sync(path: str, db: str | None, app: str, embedder: str | None, plan: str | 
     check_app(app)
     say = (lambda line: None) if as_json else _say
     memory = open_memory(db, embedder, plan=plan, create=True)
-    options = {"format": format_name, "keep_deleted": keep_deleted, "exclude": exclude, "max_bytes": max_bytes}
+    options = {"format": format_name, "keep_deleted": keep_deleted, "exclude": exclude, "max_bytes": max_bytes,
+               "rehash": rehash}
     try:
         if watch:
             _watch(memory, path, app, poll, as_json, options)
