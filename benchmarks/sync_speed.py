@@ -1,21 +1,23 @@
-"""What `vestige sync` costs next to `vestige ingest` on the same folder of real notes: a first
-sync, and a re-sync after editing 3 notes and deleting 1 (issue 28's "3 changed of 500").
+"""What `vestige sync` costs next to `vestige ingest` on real notes: a first pass, and a re-sync
+after editing 3 notes and deleting 1 of 500 (issue 28's "3 changed of 500").
 
-Each repeat copies the notes into a fresh folder and times, as a user runs them (one process
-each, the model loaded in each, wall seconds):
+Every command runs as a user runs it (one process each, the model loaded in each; wall seconds):
 
-1. `vestige ingest DIR` into a new database, and `vestige sync DIR` into another: every note
-   read, chunked, embedded and stored;
-2. 3 notes edited (a sentence appended) and 1 deleted, then `vestige sync DIR` again (only the 3
-   are read and embedded; the deleted note's memory is deleted) and `vestige ingest DIR` again
-   on its database (every note read and parsed, the 3 changed embedded; the deleted one stays).
+- first pass (``--first-notes`` notes, ``--repeats`` times, each in a fresh folder and database):
+  `vestige ingest DIR`, `vestige sync DIR`, and the embedder alone on the same texts (one call in
+  this process: the stored chunks' dense texts);
+- re-sync (``--notes`` notes, synced once; that first sync is timed too): ``--repeats`` times, 3
+  other notes get a sentence appended and 1 other is deleted, then `vestige sync DIR` (only the 3
+  are read and embedded, the deleted note's memory deleted) and `vestige ingest DIR` into a copy
+  of the database taken after the first sync (every note read and parsed, the changed ones
+  embedded; ingest never deletes).
 
-Tokens are what the embedder reads: the dense texts of the stored chunks, counted by the
-embedder's tokenizer; tokens/s is those tokens over the wall seconds. The embedder alone on the
-same texts (one call, in this process) is timed too, for the ratio. Medians of the repeats.
+Tokens are what the embedder reads (the dense texts of the stored chunks, counted by its
+tokenizer); tokens/s is those tokens over the wall seconds. Medians of the repeats; results.json
+is rewritten after each step, so a cut run keeps what it measured.
 
     PYTHONPATH=src nice -n 10 python benchmarks/sync_speed.py --vault /work/realdata/obsidian-hub \\
-        --notes 500 --repeats 3 --out benchmarks/results/sync/obsidian-hub-500
+        --notes 500 --first-notes 60 --repeats 3 --out benchmarks/results/sync/obsidian-hub-500
 """
 
 from __future__ import annotations
@@ -70,95 +72,124 @@ def dense_texts(db: Path, where: str = "", params: tuple = ()) -> list[str]:
         return [row[0] for row in conn.execute(query, params)]
 
 
-def one_repeat(notes: list[Path], vault: Path, work: Path, embedder: str | None) -> dict:
-    folder = work / "notes"
+def copy_notes(notes: list[Path], vault: Path, folder: Path) -> list[str]:
     for note in notes:
         target = folder / note.relative_to(vault)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(note, target)
-    extra = ["--embedder", embedder] if embedder else []
-    ingest_db, sync_db = work / "ingest.sqlite", work / "sync.sqlite"
-    ingest_s, _ = vestige("ingest", str(folder), "--db", str(ingest_db), "--app", "bench", *extra)
-    sync_s, out = vestige("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json", *extra)
-    first = json.loads(out)
-    assert len(first["added"]) == len(notes), first["failed"]
-    relative = sorted(n.relative_to(vault).as_posix() for n in notes)
-    changed, deleted = relative[10:13], relative[20]  # fixed choices: the same notes in every repeat
-    for name in changed:
-        with open(folder / name, "a", encoding="utf-8") as f:
-            f.write("\n" + EDITED + "\n")
-    (folder / deleted).unlink()
-    resync_s, out = vestige("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json")
-    again = json.loads(out)
-    assert sorted(again["changed"]) == changed and again["deleted"] == [deleted], again
-    reingest_s, _ = vestige("ingest", str(folder), "--db", str(ingest_db), "--app", "bench")
-    marks = ",".join("?" * len(changed))
-    return {"ingest_s": ingest_s, "sync_first_s": sync_s, "resync_s": resync_s, "reingest_s": reingest_s,
-            "resync_report": {k: again[k] for k in ("changed", "deleted", "unchanged", "sessions_replaced",
-                                                    "items_deleted", "chunks")},
-            "texts": dense_texts(sync_db), "changed_texts": dense_texts(sync_db, f"AND s.external_id IN ({marks})",
-                                                                        tuple(changed))}
+    return sorted(n.relative_to(vault).as_posix() for n in notes)
 
 
-def embedder_alone(spec: str | None, texts: list[str]) -> tuple[float, int, int]:
-    """(seconds to embed the texts in one call, their tokens, the changed texts' tokens: 0 here)."""
-    from vestige import settings
-    from vestige.embed import get_embedder
+def first_pass(notes: list[Path], vault: Path, work: Path, extra: list[str]) -> dict:
+    folder = work / "notes"
+    copy_notes(notes, vault, folder)
+    ingest_s, _ = vestige("ingest", str(folder), "--db", str(work / "ingest.sqlite"), "--app", "bench", *extra)
+    sync_s, out = vestige("sync", str(folder), "--db", str(work / "sync.sqlite"), "--app", "bench", "--json", *extra)
+    assert len(json.loads(out)["added"]) == len(notes)
+    return {"ingest_s": ingest_s, "sync_s": sync_s, "texts": dense_texts(work / "sync.sqlite")}
 
-    model = get_embedder(spec or settings.EMBEDDER)
+
+def embedder_alone(model, texts: list[str]) -> float:
     model.embed_passages(texts[:4])  # the session warmed, as a loaded process has it
-    tokens = sum(model.count_tokens(t) for t in texts)
     start = time.perf_counter()
     model.embed_passages(texts)
-    return time.perf_counter() - start, tokens, model.model_id
+    return time.perf_counter() - start
+
+
+def resyncs(notes: list[Path], vault: Path, work: Path, extra: list[str], repeats: int, model, save) -> dict:
+    folder, sync_db, ingest_db = work / "notes", work / "sync.sqlite", work / "ingest.sqlite"
+    relative = copy_notes(notes, vault, folder)
+    first_s, out = vestige("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json", *extra)
+    assert len(json.loads(out)["added"]) == len(notes)
+    result = {"first_sync_s": round(first_s, 2), "first_sync_tokens": count(model, dense_texts(sync_db)), "runs": []}
+    save(result)
+    shutil.copyfile(sync_db, ingest_db)  # closed: one file, no -wal
+    for r in range(repeats):
+        changed, deleted = relative[10 + 4 * r : 13 + 4 * r], relative[13 + 4 * r]
+        for name in changed:
+            with open(folder / name, "a", encoding="utf-8") as f:
+                f.write("\n" + EDITED + "\n")
+        (folder / deleted).unlink()
+        sync_s, out = vestige("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json")
+        report = json.loads(out)
+        assert sorted(report["changed"]) == changed and report["deleted"] == [deleted], report
+        ingest_s, _ = vestige("ingest", str(folder), "--db", str(ingest_db), "--app", "bench")
+        marks = ",".join("?" * len(changed))
+        tokens = count(model, dense_texts(sync_db, f"AND s.external_id IN ({marks})", tuple(changed)))
+        result["runs"].append({"resync_s": round(sync_s, 2), "reingest_s": round(ingest_s, 2), "changed_tokens": tokens,
+                               "report": {k: report[k] for k in ("changed", "deleted", "unchanged", "sessions_replaced",
+                                                                 "items_deleted", "chunks")}})
+        save(result)
+    return result
+
+
+def count(model, texts: list[str]) -> int:
+    return sum(model.count_tokens(t) for t in texts)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vault", type=Path, default=Path("/work/realdata/obsidian-hub"))
-    parser.add_argument("--notes", type=int, default=500)
+    parser.add_argument("--notes", type=int, default=500, help="Notes of the re-sync folder.")
+    parser.add_argument("--first-notes", type=int, default=60, help="Notes of each first-pass repeat.")
     parser.add_argument("--min-bytes", type=int, default=200)
     parser.add_argument("--max-bytes", type=int, default=3000, help="Largest note taken (bytes).")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--embedder", default=None, help="Default: vestige's default embedder.")
     parser.add_argument("--out", type=Path, required=True, help="Folder for results.json.")
     args = parser.parse_args(argv)
-    notes = pick_notes(args.vault, args.notes, args.min_bytes, args.max_bytes)
-    runs, alone = [], []
-    for _ in range(args.repeats):
-        with tempfile.TemporaryDirectory() as tmp:
-            runs.append(one_repeat(notes, args.vault, Path(tmp), args.embedder))
-        seconds, tokens, model_id = embedder_alone(args.embedder, runs[-1]["texts"])
-        alone.append(seconds)
     from vestige import settings
     from vestige.embed import get_embedder
 
-    counter = get_embedder(args.embedder or settings.EMBEDDER)
-    changed_tokens = sum(counter.count_tokens(t) for t in runs[0]["changed_texts"])
-    median = {key: statistics.median(r[key] for r in runs) for key in ("ingest_s", "sync_first_s", "resync_s", "reingest_s")}
-    median["embedder_alone_s"] = statistics.median(alone)
-    result = {
-        "vault": str(args.vault), "notes": len(notes), "bytes": sum(n.stat().st_size for n in notes),
-        "note_bytes": [args.min_bytes, args.max_bytes], "embedder": model_id, "repeats": args.repeats,
-        "cpus": os.cpu_count(), "load_average": list(os.getloadavg()), "niceness": os.nice(0),
-        "chunks_embedded": len(runs[0]["texts"]), "tokens": tokens, "changed_tokens": changed_tokens,
-        "median_seconds": {k: round(v, 2) for k, v in median.items()},
-        "tokens_per_s": {
-            "embedder_alone": round(tokens / median["embedder_alone_s"], 1),
-            "ingest_first": round(tokens / median["ingest_s"], 1),
-            "sync_first": round(tokens / median["sync_first_s"], 1),
-            "resync_3_changed": round(changed_tokens / median["resync_s"], 1),
-            "reingest_3_changed": round(changed_tokens / median["reingest_s"], 1),
-        },
-        "runs": [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if "texts" not in k}
-                 for r in runs],
-        "embedder_alone_s": [round(s, 2) for s in alone],
+    model = get_embedder(args.embedder or settings.EMBEDDER)
+    extra = ["--embedder", args.embedder] if args.embedder else []
+    notes = pick_notes(args.vault, args.notes, args.min_bytes, args.max_bytes)
+    first_notes = notes[: args.first_notes]
+    result: dict = {
+        "vault": str(args.vault), "note_bytes": [args.min_bytes, args.max_bytes], "embedder": model.model_id,
+        "repeats": args.repeats, "cpus": os.cpu_count(), "niceness": os.nice(0), "first_pass": {"notes": len(first_notes),
+        "bytes": sum(n.stat().st_size for n in first_notes), "runs": []},
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: result[k] for k in ("notes", "tokens", "changed_tokens", "median_seconds", "tokens_per_s")},
-                     indent=1))
+
+    def save(resync: dict | None = None) -> None:
+        if resync is not None:
+            result["resync"] = {"notes": len(notes), "bytes": sum(n.stat().st_size for n in notes), **resync}
+        result["load_average"] = list(os.getloadavg())
+        summarise(result)
+        (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = first_pass(first_notes, args.vault, Path(tmp), extra)
+        tokens = count(model, run["texts"])
+        alone_s = embedder_alone(model, run["texts"])
+        result["first_pass"]["runs"].append({"tokens": tokens, "chunks": len(run["texts"]), "ingest_s": round(run["ingest_s"], 2),
+                                             "sync_s": round(run["sync_s"], 2), "embedder_alone_s": round(alone_s, 4)})
+        save()
+    with tempfile.TemporaryDirectory() as tmp:
+        resyncs(notes, args.vault, Path(tmp), extra, args.repeats, model, save)
+    print(json.dumps(result["tokens_per_s"], indent=1))
     return 0
+
+
+def summarise(result: dict) -> None:
+    """Medians and tokens/s of what was measured so far."""
+    per_s: dict = {}
+    runs = result["first_pass"]["runs"]
+    if runs:
+        tokens = runs[0]["tokens"]
+        for key, name in (("embedder_alone_s", "embedder_alone"), ("ingest_s", "ingest_first"), ("sync_s", "sync_first")):
+            per_s[name] = round(tokens / max(statistics.median(r[key] for r in runs), 1e-6), 1)
+    resync = result.get("resync")
+    if resync:
+        per_s["sync_first_resync_folder"] = round(resync["first_sync_tokens"] / resync["first_sync_s"], 1)
+        if resync["runs"]:
+            median = {k: statistics.median(r[k] for r in resync["runs"]) for k in ("resync_s", "reingest_s", "changed_tokens")}
+            resync["median"] = median
+            per_s["resync_3_of_500"] = round(median["changed_tokens"] / median["resync_s"], 1)
+            per_s["reingest_3_of_500"] = round(median["changed_tokens"] / median["reingest_s"], 1)
+    result["tokens_per_s"] = per_s
 
 
 if __name__ == "__main__":
