@@ -72,10 +72,16 @@ def watch(memory: Memory, path: str | os.PathLike[str], *, app: str, poll: float
 
 
 def _events(folder: Path, debounce: float, stop: threading.Event) -> Iterator[None]:
+    """One item per burst of changes, and one when the watcher first times out: by then it is
+    watching, so that sync catches a change made between the first sync and its start."""
     import watchfiles
 
-    for _ in watchfiles.watch(folder, debounce=int(debounce * 1000), step=50, stop_event=stop):
-        yield None
+    caught_up = False
+    for changes in watchfiles.watch(folder, debounce=int(debounce * 1000), step=50, stop_event=stop,
+                                    rust_timeout=1000, yield_on_timeout=True):
+        if changes or not caught_up:
+            caught_up = True
+            yield None
 
 
 def _fingerprint(folder: Path, suffixes: tuple[str, ...], exclude: tuple[str, ...]) -> frozenset[tuple[str, int, int]]:
