@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,10 +67,19 @@ def vestige(*args: str) -> tuple[float, str]:
 
 
 def dense_texts(db: Path, where: str = "", params: tuple = ()) -> list[str]:
-    with sqlite3.connect(db) as conn:
+    # Closed before any other process writes: a connection left open in this process loses its
+    # POSIX locks when the file is opened and closed by other means (the copy below), and its
+    # stale view of the write-ahead log then corrupts the file (the first run of this script).
+    with closing(sqlite3.connect(db)) as conn:
         query = ("SELECT coalesce(c.embed_text, c.text) FROM chunks c JOIN sessions s ON s.id = c.session_id "
                  f"WHERE c.vector IS NOT NULL {where} ORDER BY c.id")
         return [row[0] for row in conn.execute(query, params)]
+
+
+def copy_database(src: Path, dest: Path) -> None:
+    """A consistent copy through SQLite's backup API (a file copy would miss the log's pages)."""
+    with closing(sqlite3.connect(src)) as source, closing(sqlite3.connect(dest)) as target:
+        source.backup(target)
 
 
 def copy_notes(notes: list[Path], vault: Path, folder: Path) -> list[str]:
@@ -103,7 +113,7 @@ def resyncs(notes: list[Path], vault: Path, work: Path, extra: list[str], repeat
     assert len(json.loads(out)["added"]) == len(notes)
     result = {"first_sync_s": round(first_s, 2), "first_sync_tokens": count(model, dense_texts(sync_db)), "runs": []}
     save(result)
-    shutil.copyfile(sync_db, ingest_db)  # closed: one file, no -wal
+    copy_database(sync_db, ingest_db)
     for r in range(repeats):
         changed, deleted = relative[10 + 4 * r : 13 + 4 * r], relative[13 + 4 * r]
         for name in changed:
@@ -135,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-bytes", type=int, default=200)
     parser.add_argument("--max-bytes", type=int, default=3000, help="Largest note taken (bytes).")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--first-repeats", type=int, default=None,
+                        help="Repeats of the first pass (default --repeats; 0: re-sync only).")
     parser.add_argument("--embedder", default=None, help="Default: vestige's default embedder.")
     parser.add_argument("--out", type=Path, required=True, help="Folder for results.json.")
     args = parser.parse_args(argv)
@@ -159,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         summarise(result)
         (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
-    for _ in range(args.repeats):
+    for _ in range(args.repeats if args.first_repeats is None else args.first_repeats):
         with tempfile.TemporaryDirectory() as tmp:
             run = first_pass(first_notes, args.vault, Path(tmp), extra)
         tokens = count(model, run["texts"])
