@@ -51,6 +51,7 @@ from vestige.store.base import (
     SampleChunk,
     Store,
     StoredChunk,
+    SyncedFile,
     VectorBatch,
 )
 from vestige.types import Chunk
@@ -97,6 +98,7 @@ class _App:
     postings: dict[tuple[int, int], bytes] = field(default_factory=dict)  # (term id, block) -> data
     stats: LexicalStats | None = None
     versions: dict[tuple[str, str], list[ItemVersion]] = field(default_factory=dict)  # kept by archive
+    synced: dict[tuple[str, str], SyncedFile] = field(default_factory=dict)  # (root, path) -> record
 
 
 @dataclass
@@ -511,6 +513,25 @@ class DictStore(Store):
             blocks.drop_unused_terms(old_terms)
             self._bump(found, purge=False)
         return len(rows)
+
+    # -- synced files -----------------------------------------------------------------------------
+
+    def synced_files(self, app: str) -> list[SyncedFile]:
+        with self._read() as state:
+            found = state.apps.get(app)
+            return [] if found is None else [found.synced[key] for key in sorted(found.synced)]
+
+    def record_synced_files(self, app: str, put: Sequence[SyncedFile], drop: Sequence[tuple[str, str]] = ()) -> None:
+        if not put and not drop:
+            return
+        with self.transaction():
+            found = self._ensure_app(app) if put else self._state.apps.get(app)
+            if found is None:
+                return
+            for key in drop:
+                found.synced.pop(key, None)
+            for file in put:
+                found.synced[(file.root, file.path)] = file
 
     # -- API keys ---------------------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ from vestige.store.base import (
     LexicalStats,
     LexicalUnavailable,
     Store,
+    SyncedFile,
 )
 from vestige.types import Chunk, Message
 from vestige.vectors import ExactDenseIndex
@@ -1039,6 +1040,29 @@ class StoreContract:
         with pytest.raises(VestigeError):
             store.add_key(B, "hash-1", "vk_2", None, "2024-01-02T00:00:00")
         assert store.list_keys(include_revoked=True) == [key]
+
+    # -- synced files (vestige sync) ------------------------------------------------------------
+
+    def test_synced_files_are_recorded_replaced_and_dropped(self, store: Store) -> None:
+        assert store.synced_files(A) == []
+        one = SyncedFile("/vault", "a.md", "s1", 10, 111, (("session", "a.md"),))
+        two = SyncedFile("/vault", "sub/b\u00e9.md", "s2", 20, 222, ())
+        other = SyncedFile("/other", "a.md", "s3", 30, 333, (("session", "x"), ("fact", "y")))
+        store.record_synced_files(A, [one, two, other])
+        assert store.synced_files(A) == [other, one, two]  # by (root, path)
+        assert store.synced_files(B) == []  # per app
+        changed = SyncedFile("/vault", "a.md", "s4", 11, 2**62, (("session", "a.md"), ("session", "a.md#2")))
+        store.record_synced_files(A, [changed], drop=[("/vault", "sub/b\u00e9.md"), ("/vault", "absent.md")])
+        assert store.synced_files(A) == [other, changed]
+        store.record_synced_files(B, [], drop=[("/vault", "a.md")])  # an app that does not exist: nothing
+        assert B not in store.apps()
+
+    def test_synced_files_go_with_their_app(self, store: Store) -> None:
+        store.record_synced_files(A, [SyncedFile("/vault", "a.md", "s1", 1, 1)])
+        store.put_items(A, [fact("f1", "something")])
+        assert store.delete_app(A)
+        store.put_items(A, [fact("f1", "something")])
+        assert store.synced_files(A) == []
 
     # -- misc ------------------------------------------------------------------------------------
 

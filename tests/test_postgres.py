@@ -133,6 +133,7 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
                 for number, data in repack([(b, d) for _, _, b, d in group], BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS):
                     conn.execute("INSERT INTO lex_postings VALUES (%s, %s, %s, %s)", (app_id, term_id, number, data))
             conn.execute("UPDATE lex_stats SET version = 1")
+            conn.execute("DROP TABLE synced_files")  # migration 5's
             conn.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
     with Memory(url, embedder="hash") as mem:
         after = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
@@ -154,6 +155,7 @@ def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgS
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE lex_stats SET version = 1")
         conn.execute("UPDATE lex_stats SET version = 0 WHERE app_id = (SELECT id FROM apps WHERE name = 'stale')")
+        conn.execute("DROP TABLE synced_files")  # migration 5's
         conn.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
     with Memory(url, embedder="hash") as mem:
         assert mem.lexical.status("kept") is None
@@ -194,6 +196,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
                 for (app_id,) in cur.execute("SELECT id FROM apps").fetchall():
                     sql_postings.rebuild(DIALECT, cur, int(app_id))
                 cur.execute("UPDATE lex_stats SET version = 2")
+                cur.execute("DROP TABLE synced_files")  # migration 5's
                 cur.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_restem_postings),))
         finally:
             analyze_module.stem, analyze_module._STEMS = stem, {}

@@ -742,6 +742,16 @@ class Memory:
             raise UnknownApp(f"app {app!r} holds no memory")
         self.dense.forget(app)
 
+    def sync(self, path: str | os.PathLike[str], *, app: str = DEFAULT_APP, keep_deleted: bool = False,
+             **options: Any) -> Any:
+        """Bring a folder into the app incrementally: only new and changed files are read, a
+        deleted file's memories are deleted (kept with ``keep_deleted``); returns a
+        ``vestige.sync.SyncReport``. ``options``: ``format``, ``exclude``, ``max_bytes``, ``say``
+        (a function given one line per change)."""
+        from .sync import sync_folder
+
+        return sync_folder(self, path, app=app, keep_deleted=keep_deleted, **options)
+
     def apps(self) -> list[str]:
         return self.store.apps()
 

@@ -11,7 +11,7 @@ import click
 from .. import settings
 from ..importers import FORMATS, IMPORTERS
 from .options import app_option, db_option, embedder_option, fail_cleanly, open_memory, plan_option
-from .reading import exclude_option, max_bytes_option, say_skipped
+from .reading import exclude_option, max_bytes_option, say_kept_newer, say_skipped
 from .progress import Progress
 
 
@@ -54,6 +54,7 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     all. Re-ingesting the same file changes nothing.
     """
     from ..importers import read_all
+    from ..importers.newer import keep_stored_newer
     from ..memory import IngestReport
     from ..write.validate import check_fact, check_session, check_unique
 
@@ -69,6 +70,10 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     if not as_json:
         say_skipped(imported)
     memory = open_memory(db, embedder, plan=plan, create=True)
+    keep_stored_newer(imported, memory.store, app)  # an older export read after a newer one
+    sessions = imported.sessions
+    if not as_json:
+        say_kept_newer(imported)
     start = time.perf_counter()
     report = IngestReport([], [], [], 0)
     with Progress(len(sessions), f"ingest {fmt}", "session") as bar:
@@ -85,7 +90,8 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
                                "added": report.added, "replaced": report.replaced, "unchanged": report.unchanged,
                                "chunks": report.chunks, "seconds": round(elapsed, 2),
                                "facts": facts.__dict__ if facts else None, "files_read": imported.files,
-                               "skipped": imported.skipped, "superseded": imported.superseded}, indent=2, ensure_ascii=False))
+                               "skipped": imported.skipped, "superseded": imported.superseded,
+                               "kept_newer": imported.kept_newer}, indent=2, ensure_ascii=False))
         return
     click.echo(
         f"{shown_path}: {len(report.added)} sessions added, {len(report.replaced)} replaced, "
@@ -239,9 +245,10 @@ def _register_other_commands() -> None:
     from .items import commands as item_commands
     from .migrate import commands as migrate_commands
     from .models import commands as model_commands
+    from .sync import sync
     from ..ui.cli import ui
 
-    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, *model_commands, bench, ui):
+    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, *model_commands, sync, bench, ui):
         main.add_command(command)
 
 

@@ -35,3 +35,12 @@ def say_skipped(imported) -> None:
     if imported.superseded:
         click.echo(f"{len(imported.superseded)} sessions met twice: the latest version of each kept "
                    f"(e.g. {imported.superseded[0]})", err=True)
+
+
+def say_kept_newer(imported) -> None:
+    """One line per conversation left as stored because the stored version is newer."""
+    for line in imported.kept_newer[:SHOWN_SKIPS]:
+        click.echo(f"kept newer {line}", err=True)
+    more = len(imported.kept_newer) - SHOWN_SKIPS
+    if more > 0:
+        click.echo(f"kept newer: {more} more (--json lists them all)", err=True)

@@ -54,6 +54,7 @@ class Imported:
     files: int = 0  # files read
     superseded: list[str] = field(default_factory=list)
     files_of: list[str] = field(default_factory=list)  # per session: the file it came from
+    kept_newer: list[str] = field(default_factory=list)  # sessions whose stored version is newer (newer.py)
 
 
 def detect(source: Source) -> Importer:
@@ -127,35 +128,21 @@ def read_all(path: str | Path, format: str | None = None, limit: int | None = No
     return out
 
 
+def folder_suffixes(format: str | None) -> tuple[str, ...]:
+    """The kinds of file read in a folder: those of ``format``, else of every importer."""
+    return IMPORTERS[format].suffixes if format else tuple({s for i in IMPORTERS.values() for s in i.suffixes})
+
+
 def _read_folder(folder: Path, format: str | None, limit: int | None, max_bytes: int,
                  exclude: tuple[str, ...]) -> Imported:
-    suffixes = IMPORTERS[format].suffixes if format else tuple({s for i in IMPORTERS.values() for s in i.suffixes})
+    suffixes = folder_suffixes(format)
     out = Imported("")
     names: list[str] = []
     files, out.skipped = folder_files(folder, suffixes, exclude)
     for file in files:
-        source = Source(file, root=folder, max_bytes=max_bytes)
-        try:
-            blank = source.is_blank()
-        except InvalidInput as exc:
-            if not REFUSED_FILE.search(str(exc)):
-                raise
-            out.skipped.append(str(exc))  # a device, a FIFO, a link out, over the bound: named
-            continue
-        if blank:
-            out.skipped.append(f"{file}: file is empty")
-            continue
-        try:
-            imp = _choose(source, format)
-        except InvalidInput:
-            if source.json_error is not None and source.looks_like_json():
-                raise
-            named = f"--format {format}" if format else "a format vestige reads"
-            out.skipped.append(f"{file}: not {named}")
-            continue
-        _collect(out, source, imp, limit)
-        if imp.name not in names:
-            names.append(imp.name)
+        name = read_folder_file(out, folder, file, format, limit, max_bytes)
+        if name is not None and name not in names:
+            names.append(name)
     if not names:
         kinds = ", ".join(sorted(suffixes))
         detail = ""
@@ -165,6 +152,34 @@ def _read_folder(folder: Path, format: str | None, limit: int | None, max_bytes:
         raise InvalidInput(f"{folder}: no file vestige can read in this folder ({kinds}){detail}")
     out.format = "+".join(names)
     return out
+
+
+def read_folder_file(out: Imported, folder: Path, file: Path, format: str | None, limit: int | None,
+                     max_bytes: int) -> str | None:
+    """Read one file of an imported folder into ``out``; the name of the format it was read
+    as, or None when it was skipped (named in ``out.skipped``). ``vestige sync`` reads the
+    files that changed with it."""
+    source = Source(file, root=folder, max_bytes=max_bytes)
+    try:
+        blank = source.is_blank()
+    except InvalidInput as exc:
+        if not REFUSED_FILE.search(str(exc)):
+            raise
+        out.skipped.append(str(exc))  # a device, a FIFO, a link out, over the bound: named
+        return None
+    if blank:
+        out.skipped.append(f"{file}: file is empty")
+        return None
+    try:
+        imp = _choose(source, format)
+    except InvalidInput:
+        if source.json_error is not None and source.looks_like_json():
+            raise
+        named = f"--format {format}" if format else "a format vestige reads"
+        out.skipped.append(f"{file}: not {named}")
+        return None
+    _collect(out, source, imp, limit)
+    return imp.name
 
 
 def _collect(out: Imported, source: Source, imp: Importer, limit: int | None) -> None:

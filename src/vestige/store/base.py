@@ -207,6 +207,20 @@ class KeyRecord:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class SyncedFile:
+    """A file ``vestige sync`` brought into an app: where it is (``path`` inside the folder
+    synced, ``root`` that folder), what it held when read (``sha256`` of its bytes; ``size`` and
+    ``mtime_ns`` for a check without reading it) and the items it produced, as (kind, id)."""
+
+    root: str
+    path: str
+    sha256: str
+    size: int
+    mtime_ns: int
+    items: tuple[tuple[str, str], ...] = ()
+
+
 class PostingBlocks(Protocol):
     """One app's posting blocks inside an open write transaction (``vestige.lexical.postings``
     does the upkeep through it). Blocks are keyed by (term id, block number)."""
@@ -387,6 +401,19 @@ class Store(ABC):
         """Rebuild the app's postings from its stored chunk text with ``vestige.lexical.analyze``
         (the one analyzer, versioned by ``lexical.VERSION``: deletes unindex with it too), in one
         transaction; returns the number of chunks indexed."""
+
+    # -- synced files (vestige sync) -------------------------------------------------------
+
+    @abstractmethod
+    def synced_files(self, app: str) -> list[SyncedFile]:
+        """Every file recorded for the app by ``record_synced_files``, by (root, path)."""
+
+    @abstractmethod
+    def record_synced_files(self, app: str, put: Sequence[SyncedFile],
+                            drop: Sequence[tuple[str, str]] = ()) -> None:
+        """In one transaction: store each file of ``put`` (replacing the record of the same
+        root and path) and forget each (root, path) of ``drop``. The app is created if needed;
+        deleting the app forgets its records."""
 
     # -- API keys ---------------------------------------------------------------------------
 

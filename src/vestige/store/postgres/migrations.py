@@ -164,12 +164,25 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     _repack_postings,
     # 4: the lexical channel's terms are stemmed (lexical version 3): version-2 indexes rebuilt.
     _restem_postings,
+    # 5: the files ``vestige sync`` read, per app and synced folder (as SQLite's migration 9).
+    """
+    CREATE TABLE synced_files (
+        app_id bigint NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        root text NOT NULL,
+        path text NOT NULL,
+        sha256 text NOT NULL,
+        size bigint NOT NULL,
+        mtime_ns bigint NOT NULL,
+        items text NOT NULL,
+        PRIMARY KEY (app_id, root, path)
+    );
+    """,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``vestige_schema``
 #: belongs to another program.
 TABLES = ("vestige_schema", "meta", "counters", "apps", "sessions", "messages", "facts", "chunks",
-          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions")
+          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions", "synced_files")
 
 
 def current_version(conn: psycopg.Connection) -> int:

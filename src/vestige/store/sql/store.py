@@ -34,9 +34,10 @@ from ..base import (
     SampleChunk,
     Store,
     StoredChunk,
+    SyncedFile,
     VectorBatch,
 )
-from . import keys, postings, records
+from . import keys, postings, records, synced
 from .dialect import Cursor, Dialect
 
 Items = Sequence[tuple[Item, Sequence[IndexedChunk]]]
@@ -362,6 +363,21 @@ class SQLStore(Store):
             count = postings.rebuild(self.dialect, cur, app_id)
             self._bump(cur, app_id, purge=False)
         return count
+
+    # -- synced files -----------------------------------------------------------------------------
+
+    def synced_files(self, app: str) -> list[SyncedFile]:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else synced.read_all(self.dialect, cur, app_id)
+
+    def record_synced_files(self, app: str, put: Sequence[SyncedFile], drop: Sequence[tuple[str, str]] = ()) -> None:
+        if not put and not drop:
+            return
+        with self._db.write() as cur:
+            app_id = self._ensure_app(cur, app) if put else self._app_id(cur, app)
+            if app_id is not None:
+                synced.write(self.dialect, cur, app_id, put, drop)
 
     # -- API keys ---------------------------------------------------------------------------------
 

@@ -161,6 +161,20 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     _repack_postings,
     # 8: the lexical channel's terms are stemmed (lexical version 3): version-2 indexes rebuilt.
     _restem_postings,
+    # 9: the files ``vestige sync`` read, per app and synced folder: a file whose size, time and
+    # content hash did not change is not read again; the items each produced are deleted with it.
+    """
+    CREATE TABLE synced_files (
+        app_id INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        root TEXT NOT NULL,  -- the synced folder, absolute
+        path TEXT NOT NULL,  -- the file inside it, with / between folders
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        items TEXT NOT NULL,  -- JSON: [[kind, external id], ...] the file produced
+        PRIMARY KEY (app_id, root, path)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 
