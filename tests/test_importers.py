@@ -19,6 +19,7 @@ from vestige.importers import FORMATS, IMPORTERS, Importer, Source, detect, read
 from vestige.importers import locomo as locomo_importer
 from vestige.importers import longmemeval as longmemeval_importer
 from vestige.memory import Memory
+from export_shapes import chatgpt_conversation
 
 DATA = Path(__file__).resolve().parent / "data" / "importers"
 CHATGPT = DATA / "chatgpt" / "conversations.json"
@@ -499,28 +500,13 @@ def test_front_matter_only_notes_templates_and_exclude(tmp_path):
     assert report["files_read"] == 2 and len(report["skipped"]) == 4  # .obsidian, empty note, Meta/Tpl, Archive
 
 
-def _chatgpt_conversation(cid: str, texts: list[str], updated: float) -> dict:
-    mapping, parent = {}, None
-    for n, text in enumerate(texts):
-        node = f"{cid}-{n}"
-        role = "user" if n % 2 == 0 else "assistant"
-        mapping[node] = {"id": node, "parent": parent, "children": [],
-                         "message": {"author": {"role": role}, "create_time": updated - 100 + n,
-                                     "content": {"content_type": "text", "parts": [text]}}}
-        if parent:
-            mapping[parent]["children"].append(node)
-        parent = node
-    return {"id": cid, "title": cid, "create_time": updated - 1000, "update_time": updated,
-            "current_node": parent, "mapping": mapping}
-
-
 def test_two_exports_a_year_apart_leave_one_copy_each(tmp_path):
     year = 365 * 86400
-    first = [_chatgpt_conversation("c1", ["plan the trip to Porto", "book the train"], 1.70e9),
-             _chatgpt_conversation("c2", ["fix the bike brakes"], 1.70e9)]
-    grown = _chatgpt_conversation("c1", ["plan the trip to Porto", "book the train", "and the ferry to Madeira"],
+    first = [chatgpt_conversation("c1", ["plan the trip to Porto", "book the train"], 1.70e9),
+             chatgpt_conversation("c2", ["fix the bike brakes"], 1.70e9)]
+    grown = chatgpt_conversation("c1", ["plan the trip to Porto", "book the train", "and the ferry to Madeira"],
                                   1.70e9 + year)
-    second = [grown, first[1], _chatgpt_conversation("c3", ["learn Portuguese verbs"], 1.70e9 + year)]
+    second = [grown, first[1], chatgpt_conversation("c3", ["learn Portuguese verbs"], 1.70e9 + year)]
     folder = tmp_path / "exports"
     folder.mkdir()
     # the later export sorts first: the update time decides, not the file order

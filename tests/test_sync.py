@@ -21,6 +21,7 @@ import vestige.sync as sync_module
 from vestige.cli import main
 from vestige.embed.hashing import HashEmbedder
 from vestige.memory import Memory
+from export_shapes import chatgpt_conversation
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -138,21 +139,6 @@ def test_a_touched_file_is_hashed_not_parsed_and_keep_deleted_keeps_memories(tmp
 # -- exports: a changed file drops what it no longer holds; two exports of one account --------------
 
 
-def _chatgpt(cid: str, texts: list[str], updated: float) -> dict:
-    mapping, parent = {}, None
-    for n, text in enumerate(texts):
-        node = f"{cid}-{n}"
-        mapping[node] = {"id": node, "parent": parent, "children": [],
-                         "message": {"author": {"role": "user" if n % 2 == 0 else "assistant"},
-                                     "create_time": updated - 100 + n,
-                                     "content": {"content_type": "text", "parts": [text]}}}
-        if parent:
-            mapping[parent]["children"].append(node)
-        parent = node
-    return {"id": cid, "title": cid, "create_time": updated - 1000, "update_time": updated,
-            "current_node": parent, "mapping": mapping}
-
-
 def _claude_ai(cid: str, texts: list[str], updated: str) -> dict:
     messages = [{"uuid": f"{cid}-{n}", "text": text, "sender": "human" if n % 2 == 0 else "assistant",
                  "created_at": updated, "updated_at": updated,
@@ -168,14 +154,14 @@ YEAR = 365 * 86400
 def test_a_changed_export_drops_what_it_no_longer_holds_but_not_what_another_file_holds(tmp_path):
     exports = tmp_path / "exports"
     exports.mkdir()
-    (exports / "a.json").write_text(json.dumps([_chatgpt("c1", ["porto trip"], 1.7e9),
-                                                _chatgpt("c2", ["bike brakes"], 1.7e9)]))
-    (exports / "b.json").write_text(json.dumps([_chatgpt("c2", ["bike brakes"], 1.7e9),
-                                                _chatgpt("c3", ["portuguese verbs"], 1.7e9)]))
+    (exports / "a.json").write_text(json.dumps([chatgpt_conversation("c1", ["porto trip"], 1.7e9),
+                                                chatgpt_conversation("c2", ["bike brakes"], 1.7e9)]))
+    (exports / "b.json").write_text(json.dumps([chatgpt_conversation("c2", ["bike brakes"], 1.7e9),
+                                                chatgpt_conversation("c3", ["portuguese verbs"], 1.7e9)]))
     with Memory(tmp_path / "x.sqlite", embedder="hash") as mem:
         first = mem.sync(exports, app="v")
         assert sorted(first.sessions_added) == ["c1", "c2", "c3"] and first.superseded
-        (exports / "a.json").write_text(json.dumps([_chatgpt("c1", ["porto trip"], 1.7e9)]))
+        (exports / "a.json").write_text(json.dumps([chatgpt_conversation("c1", ["porto trip"], 1.7e9)]))
         second = mem.sync(exports, app="v")
         assert second.changed == ["a.json"] and second.items_deleted == [], "c2 is still in b.json"
         (exports / "b.json").unlink()
@@ -187,9 +173,9 @@ def test_a_changed_export_drops_what_it_no_longer_holds_but_not_what_another_fil
 @pytest.mark.parametrize("shape", ["chatgpt", "claude-ai"])
 def test_an_older_export_ingested_after_a_newer_one_keeps_the_newer(tmp_path, shape):
     if shape == "chatgpt":
-        old = [_chatgpt("c1", ["plan the trip to Porto"], 1.70e9), _chatgpt("c2", ["fix the bike"], 1.70e9)]
-        new = [_chatgpt("c1", ["plan the trip to Porto", "and the ferry to Madeira"], 1.70e9 + YEAR),
-               _chatgpt("c2", ["fix the bike"], 1.70e9)]
+        old = [chatgpt_conversation("c1", ["plan the trip to Porto"], 1.70e9), chatgpt_conversation("c2", ["fix the bike"], 1.70e9)]
+        new = [chatgpt_conversation("c1", ["plan the trip to Porto", "and the ferry to Madeira"], 1.70e9 + YEAR),
+               chatgpt_conversation("c2", ["fix the bike"], 1.70e9)]
     else:
         old = [_claude_ai("c1", ["plan the trip to Porto"], "2024-01-10T09:00:00Z"),
                _claude_ai("c2", ["fix the bike"], "2024-01-10T09:00:00Z")]
@@ -222,10 +208,10 @@ def test_an_older_export_ingested_after_a_newer_one_keeps_the_newer(tmp_path, sh
 def test_sync_keeps_the_newer_stored_conversation_when_an_older_export_appears(tmp_path):
     exports = tmp_path / "exports"
     exports.mkdir()
-    (exports / "b-2025.json").write_text(json.dumps([_chatgpt("c1", ["porto", "madeira ferry"], 1.7e9 + YEAR)]))
+    (exports / "b-2025.json").write_text(json.dumps([chatgpt_conversation("c1", ["porto", "madeira ferry"], 1.7e9 + YEAR)]))
     with Memory(tmp_path / "x.sqlite", embedder="hash") as mem:
         mem.sync(exports, app="v")
-        (exports / "a-2024.json").write_text(json.dumps([_chatgpt("c1", ["porto"], 1.7e9)]))
+        (exports / "a-2024.json").write_text(json.dumps([chatgpt_conversation("c1", ["porto"], 1.7e9)]))
         report = mem.sync(exports, app="v")
         assert report.added == ["a-2024.json"] and [k.split(":")[0] for k in report.kept_newer] == ["c1"]
         assert "madeira" in json.dumps(mem.get("c1", app="v"))
