@@ -8,6 +8,10 @@ the question's "now". The MaxSim score of the top ``--depth`` is computed with
 ``vestige.rerank.maxsim`` (token vectors cached in ``benchmarks/.cache/maxsim_tokens.sqlite``,
 so a rerun costs no model pass). ``benchmarks/maxsim_cv.py`` replays the stage from these rows.
 
+Rows are appended haystack by haystack, and a rerun skips the questions already written, so a
+run stopped part-way resumes. Haystacks go in a spread order (every 10th first, then the next
+offset...), so the rows written so far sample the whole file, not its first question types.
+
     nice -n 10 python benchmarks/maxsim_pools.py locomo --data ../shared/data/locomo_dev.json.gz \\
         --out benchmarks/results/maxsim/pools/locomo.jsonl.gz
 """
@@ -18,6 +22,7 @@ import argparse
 import gzip
 import json
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,6 +54,25 @@ class Recorder(Reranker):
         return list(hits)
 
 
+def written_ids(path: Path) -> set[str]:
+    """Question ids already in ``path``. A run killed mid-write leaves a truncated gzip member:
+    the file is rewritten with its complete rows first, so appending can go on."""
+    rows: list[str] = []
+    damaged = False
+    if path.exists():
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                for line in f:
+                    rows.append(line)
+        except (EOFError, OSError, zlib.error):
+            damaged = True
+    rows = [r for r in rows if r.endswith("\n")]
+    if damaged or (rows and not path.read_bytes()):
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.writelines(rows)
+    return {json.loads(r)["id"] for r in rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", choices=sorted(LOADERS))
@@ -57,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=20, help="candidates scored by MaxSim (default 20)")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--spread", type=int, default=10, help="haystack order: every SPREAD-th first")
     args = parser.parse_args(argv)
 
     config = get_config("default")
@@ -66,15 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     prepared = runner._prepare(haystacks)
     runner._embed_missing(prepared)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    started, n = time.perf_counter(), 0
-    with gzip.open(args.out, "wt", encoding="utf-8") as f:
-        for h, hay in enumerate(haystacks):
+    done = written_ids(Path(args.out))
+    order = sorted(range(len(haystacks)), key=lambda i: (i % args.spread, i))
+    started, n = time.perf_counter(), len(done)
+    for h, hay in enumerate(haystacks[i] for i in order):
+        questions = [q for q in hay.questions if q.qid not in done]
+        if not questions:
+            continue
+        with gzip.open(args.out, "at", encoding="utf-8") as f:  # one gzip member per haystack
             items = prepared[hay.unit]
             index = {p.session_id: i for i, p in enumerate(items)}
             memory = runner._index(items, "raw")
             recorder = Recorder()
             view = runner.search_view(memory, "raw").derive(reranker=recorder)
-            for q in hay.questions:
+            for q in questions:
                 hits = list(view.search(q.text, app=APP, k=config.chunks_asked, now=q.date))
                 head = recorder.head
                 question = stage.question_vectors(q.text)
