@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -30,8 +29,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import perf  # noqa: E402  (the corpus builder of the perf benchmark)
 
-from vestige.embed import get_embedder  # noqa: E402
-from vestige.ingest import locomo_sessions  # noqa: E402
 from vestige.memory import Memory  # noqa: E402
 from vestige.rerank.maxsim import DEFAULT_DEPTH, MaxSimParams, MaxSimReranker, unit_int8  # noqa: E402
 
@@ -83,27 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"))
     parser.add_argument("--out", default="benchmarks/results/maxsim/cost_100k.json")
     args = parser.parse_args(argv)
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    real = get_embedder("minilm")
-    locomo = perf.locomo_records()
-    sessions = [s for r in locomo[:3] for s in locomo_sessions(r)]
-    probe = Memory(":memory:", embedder=real)
-    texts = [c.text for s in sessions for c in probe.chunk(perf.to_messages_input(s.messages))]
+    real, texts, queries, path, corpus = perf.latency_setup(args.size, args.workdir, args.queries)
     result: dict = {"command": " ".join(["python", *sys.argv]), "machine": perf.machine(), "depth": args.depth}
     perf.log("ingest")
     result["ingest"] = bench_ingest(real, texts[: args.ingest_texts], args.repeats)
 
     perf.log("query latency")
-    vectors = real.embed(texts[:512])
-    rng = np.random.default_rng(0)
-    centroids = vectors[rng.permutation(len(vectors))[:256]].astype(np.float32)
-    lme = perf.longmemeval_records()
-    questions = [r["question"] for r in lme] + [q["question"] for r in locomo for q in r["qa"] if "question" in q]
-    queries = list(dict.fromkeys(questions[i] for i in rng.permutation(len(questions))))[: args.queries]
-    path = workdir / f"search-{args.size}.sqlite"
-    result["corpus"] = perf.build_corpus(path, args.size, lme, centroids, real.model_id, real.dim)
-    cache = workdir / f"maxsim-tokens-{args.size}.sqlite"
+    result["corpus"] = corpus
+    cache = Path(args.workdir) / f"maxsim-tokens-{args.size}.sqlite"
     memory = Memory(path, embedder=real)
     params = MaxSimParams(depth=args.depth)
     variants = {
@@ -131,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         p50 = perf.pct(lat[name], 50)
         result[name] = {"p50_ms": round(p50, 1), "p95_ms": round(perf.pct(lat[name], 95), 1),
                         "ratio_p50": round(p50 / base, 2)}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("machine", "corpus")}, indent=1))
+    perf.write_result(args.out, result)
     return 0
 
 

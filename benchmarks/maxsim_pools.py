@@ -67,7 +67,7 @@ def written_ids(path: Path) -> set[str]:
         except (EOFError, OSError, zlib.error):
             damaged = True
     rows = [r for r in rows if r.endswith("\n")]
-    if damaged or (rows and not path.read_bytes()):
+    if damaged:
         with gzip.open(path, "wt", encoding="utf-8") as f:
             f.writelines(rows)
     return {json.loads(r)["id"] for r in rows}
