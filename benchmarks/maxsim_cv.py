@@ -100,11 +100,17 @@ def replay_check(replays: list[Replay], dataset: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pools", default=str(RESULTS / "maxsim" / "pools"), help="folder of <dataset>.jsonl.gz rows")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--rows", nargs="+", metavar="DATASET=FILE",
+                        default=[f"{d}={RESULTS / 'maxsim' / 'pools' / f'{d}.jsonl.gz'}" for d in DATASETS],
+                        help="replay rows per dataset (default: benchmarks/results/maxsim/pools/DATASET.jsonl.gz)")
     parser.add_argument("--out", default=None, help="write the report here (JSON)")
     args = parser.parse_args(argv)
-    replays = {d: load(Path(args.pools) / f"{d}.jsonl.gz") for d in args.datasets}
+    files = dict(item.split("=", 1) for item in args.rows)
+    unknown = set(files) - set(DATASETS)
+    if unknown:
+        parser.error(f"unknown datasets {sorted(unknown)}; use {', '.join(DATASETS)}")
+    replays = {d: load(Path(f)) for d, f in files.items()}
+    report_files = {d: str(f) for d, f in files.items()}
     by_id = {(d, r.pool.qid): r for d in replays for r in replays[d]}
 
     def fusion(pool: lab.Pool, params: dict) -> np.ndarray:
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         scores[ranked] = -np.arange(len(ranked), dtype=float)
         return scores
 
-    report: dict = {"grid": GRID, "replay_check": {d: replay_check(replays[d], d) for d in replays}}
+    report: dict = {"rows": report_files, "grid": GRID, "replay_check": {d: replay_check(replays[d], d) for d in replays}}
     pools = {d: [r.pool for r in replays[d]] for d in replays}
     lab.FUSIONS["maxsim"] = (fusion, GRID)  # registered for this call only
     try:

@@ -47,8 +47,8 @@ from .base import Reranker
 MODES = ("convex", "rank")
 # Fitted by cross-validation across both dev sets and 5 folds (benchmarks/maxsim_cv.py,
 # benchmarks/results/maxsim/): see BENCHMARKS.md, "Embedders".
-DEFAULT_WEIGHT = 0.3
-DEFAULT_DEPTH = 10
+DEFAULT_WEIGHT = 0.5
+DEFAULT_DEPTH = 5
 DEFAULT_MODE = "convex"
 
 
