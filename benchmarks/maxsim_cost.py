@@ -76,14 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="candidates MaxSim re-reads")
-    parser.add_argument("--ingest-texts", type=int, default=300)
+    parser.add_argument("--ingest-texts", type=int, default=300, help="chunk texts of the ingest pass (0: skip it)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"))
     parser.add_argument("--out", default="benchmarks/results/maxsim/cost_100k.json")
     args = parser.parse_args(argv)
     real, texts, queries, path, corpus = perf.latency_setup(args.size, args.workdir, args.queries)
     result: dict = {"command": " ".join(["python", *sys.argv]), "machine": perf.machine(), "depth": args.depth}
-    perf.log("ingest")
-    result["ingest"] = bench_ingest(real, texts[: args.ingest_texts], args.repeats)
+    if args.ingest_texts:
+        perf.log("ingest")
+        result["ingest"] = bench_ingest(real, texts[: args.ingest_texts], args.repeats)
 
     perf.log("query latency")
     result["corpus"] = corpus
