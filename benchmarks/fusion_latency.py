@@ -13,7 +13,6 @@ passes) and the ratio convex / RRF measured in the same run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -21,13 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import perf  # noqa: E402  (the corpus builder and query embedder of the perf benchmark)
 
-from vestige.embed import get_embedder  # noqa: E402
-from vestige.ingest import locomo_sessions  # noqa: E402
 from vestige.memory import Memory  # noqa: E402
 
 
@@ -56,23 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"))
     parser.add_argument("--out", default="benchmarks/results/fusion/latency_100k.json")
     args = parser.parse_args(argv)
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    real = get_embedder("minilm")
-    locomo = perf.locomo_records()
-    sessions = [s for r in locomo[:3] for s in locomo_sessions(r)]
-    probe = Memory(":memory:", embedder=real)
-    texts = [c.text for s in sessions for c in probe.chunk(perf.to_messages_input(s.messages))]
-    vectors = real.embed(texts[:512])
-    rng = np.random.default_rng(0)
-    centroids = vectors[rng.permutation(len(vectors))[:256]].astype(np.float32)
-    lme = perf.longmemeval_records()
-    questions = [r["question"] for r in lme] + [q["question"] for r in locomo for q in r["qa"] if "question" in q]
-    queries = list(dict.fromkeys(questions[i] for i in rng.permutation(len(questions))))[: args.queries]
+    real, _, queries, path, corpus = perf.latency_setup(args.size, args.workdir, args.queries)
     _, qvecs = perf.bench_query_embedding(real, queries)
     fake = perf.PrecomputedEmbedder(real, qvecs)
-    path = workdir / f"search-{args.size}.sqlite"
-    corpus = perf.build_corpus(path, args.size, lme, centroids, real.model_id, real.dim)
     memory = Memory(path, embedder=fake)
     variants = {
         "convex": memory, "rrf": memory.derive(fusion="rrf"),
@@ -92,9 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         c, r = result[f"convex{stage}"], result[f"rrf{stage}"]
         result[f"ratio convex / rrf{stage}"] = {"p50": round(c["p50_ms"] / r["p50_ms"], 3),
                                                  "p95": round(c["p95_ms"] / r["p95_ms"], 3)}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("machine", "corpus")}, indent=1))
+    perf.write_result(args.out, result)
     return 0
 
 

@@ -306,6 +306,34 @@ def pack_session(raw: list[dict]) -> list[Chunk]:
     return chunks
 
 
+def write_result(out: str | Path, result: dict) -> None:
+    """Write a benchmark's result as JSON, then print it without the machine and corpus blocks."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("machine", "corpus")}, indent=1))
+
+
+def latency_setup(size: int, workdir: str | Path, n_queries: int) -> tuple[Embedder, list[str], list[str], Path, dict]:
+    """What the latency benchmarks share: the real model, real LoCoMo chunk texts, the clustered
+    corpus of ``size`` chunks in ``workdir`` (built once), and ``n_queries`` real questions of
+    both sets in a fixed shuffle: (model, chunk texts, queries, corpus path, corpus info)."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    real = get_embedder("minilm")
+    locomo = locomo_records()
+    sessions = [s for r in locomo[:3] for s in locomo_sessions(r)]
+    probe = Memory(":memory:", embedder=real)
+    texts = [c.text for s in sessions for c in probe.chunk(to_messages_input(s.messages))]
+    vectors = real.embed(texts[:512])
+    rng = np.random.default_rng(0)
+    centroids = vectors[rng.permutation(len(vectors))[:256]].astype(np.float32)
+    lme = longmemeval_records()
+    questions = [r["question"] for r in lme] + [q["question"] for r in locomo for q in r["qa"] if "question" in q]
+    queries = list(dict.fromkeys(questions[i] for i in rng.permutation(len(questions))))[:n_queries]
+    path = workdir / f"search-{size}.sqlite"
+    return real, texts, queries, path, build_corpus(path, size, lme, centroids, real.model_id, real.dim)
+
+
 def build_corpus(path: Path, n_chunks: int, lme: list[dict], centroids: np.ndarray, model_id: str, dim: int) -> dict:
     """A database of about n_chunks chunks of real LongMemEval text with clustered vectors."""
     tag = f"{CORPUS_VERSION}:{n_chunks}:{model_id}"

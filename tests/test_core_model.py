@@ -153,3 +153,20 @@ def test_rare_proper_noun_is_found_with_fusion(locomo_memory, locomo, question, 
         f"among {len(sessions)} sessions"
     )
     print(f"{question!r}: dense-only rank {dense_rank}, fused rank {fused_rank}, channels {fused[fused_rank - 1].ranks}")
+
+
+def test_maxsim_second_stage_reads_the_models_token_vectors(minilm):
+    """MaxSim over MiniLM's own token vectors (vestige.rerank.maxsim): the shared base hands out
+    the very hidden states it mean-pools, and the candidate holding the question's words wins."""
+    from types import SimpleNamespace
+
+    from vestige.rerank.maxsim import MaxSimParams, MaxSimReranker
+
+    text = "I adopted a cat named Whiskers last Sunday."
+    ((encoding, tokens),) = minilm.token_vectors([text])
+    np.testing.assert_allclose(tokens.mean(axis=0), minilm.embed_batch([text])[0], atol=1e-5)
+    assert len(tokens) == len(encoding.ids) == minilm.count_tokens(text) + 2
+    stage = MaxSimReranker(MaxSimParams(weight=1.0, depth=3), embedder=minilm)
+    candidates = ("My sister plays the violin.", text, "It rained in Lisbon.")
+    late = stage.scores("What is my cat's name?", [SimpleNamespace(text=t) for t in candidates])
+    assert late[1] > max(late[0], late[2])

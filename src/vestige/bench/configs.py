@@ -52,6 +52,10 @@ _DEFAULT = BenchConfig(
 
 _RRF = replace(_DEFAULT, fusion="rrf", reranker=None)
 
+# The MaxSim second stage (vestige.rerank.maxsim) as cross-validated by benchmarks/maxsim_cv.py;
+# its token vectors cached beside the embedding cache, so a rerun costs no model pass.
+MAXSIM_SPEC = "maxsim:weight=0.5,depth=5,mode=convex,cache=benchmarks/.cache/maxsim_tokens.sqlite"
+
 CONFIGS: dict[str, BenchConfig] = {
     c.name: c
     for c in [
@@ -60,6 +64,9 @@ CONFIGS: dict[str, BenchConfig] = {
                 "by Reciprocal Rank Fusion (k = 60)"),
         replace(_DEFAULT, name="fused-only", reranker=None,
                 description="the default without its second stage: the convex fusion's own order"),
+        replace(_DEFAULT, name="maxsim", reranker=MAXSIM_SPEC,
+                description="issue 30 item 3: the default + MaxSim (late interaction over MiniLM's token "
+                "vectors) blended with the fused score over the top 5, then the default's evidence:time stage"),
         replace(_DEFAULT, name="second-stage-names-time", reranker="evidence",
                 description="the default with both signals of the evidence second stage (names and time)"),
         replace(_DEFAULT, name="vectors-only", channel="dense", reranker=None,

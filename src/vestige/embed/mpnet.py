@@ -14,13 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import ConfigError, MissingDependency
-from .base import Embedder
+from .onnx_base import OnnxTransformerEmbedder
 
 MODEL_ID = "all-mpnet-base-v2-onnx-int8"
 MODEL_FILE = "model.onnx"
@@ -66,7 +63,7 @@ def read_manifest(model_dir: Path) -> dict:
     return manifest
 
 
-class MpnetOnnxEmbedder(Embedder):
+class MpnetOnnxEmbedder(OnnxTransformerEmbedder):
     model_id = MODEL_ID
     dim = 768
     max_tokens = 384  # the checkpoint's max_seq_length (its positions go to 512; it was trained to 384)
@@ -100,24 +97,4 @@ class MpnetOnnxEmbedder(Embedder):
         if threads:
             options.intra_op_num_threads = threads
         self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-
-    def token_spans(self, text: str) -> list[tuple[int, int]]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        width = max(len(e.ids) for e in encodings)
-        if width > self.max_tokens:
-            raise ValueError(f"a text of {width} tokens exceeds the {self.max_tokens}-token window")
-        ids = np.full((len(texts), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-        # Mean pooling over real tokens, as the checkpoint's 1_Pooling config says.
-        summed = (hidden * mask[:, :, None]).sum(axis=1)
-        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        self._input_names = {i.name for i in self._session.get_inputs()}

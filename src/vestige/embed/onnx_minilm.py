@@ -11,14 +11,11 @@ import hashlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
 
 from ..errors import MissingDependency
 from ..read.floor import Floor
-from .base import Embedder
+from .onnx_base import OnnxTransformerEmbedder
 
 # No network, no files outside the database's folder. onnxruntime 1.29+ wheels start Microsoft's
 # 1DS telemetry on `import onnxruntime`: a device id and an event queue under
@@ -36,7 +33,7 @@ VOCAB_PATH = Path(__file__).with_name("minilm_vocab.txt")
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 
 
-class MiniLMOnnxEmbedder(Embedder):
+class MiniLMOnnxEmbedder(OnnxTransformerEmbedder):
     model_id = "all-MiniLM-L6-v2-onnx-int8"
     dim = 384
     max_tokens = 256
@@ -87,31 +84,3 @@ class MiniLMOnnxEmbedder(Embedder):
             str(model_path), options, providers=["CPUExecutionProvider"]
         )
         self._input_names = {i.name for i in self._session.get_inputs()}
-
-    def token_spans(self, text: str) -> list[tuple[int, int]]:
-        enc = self._tokenizer.encode(text, add_special_tokens=False)
-        return list(enc.offsets)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
-        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        width = max(len(e.ids) for e in encodings)
-        if width > self.max_tokens:
-            raise ValueError(f"a text of {width} tokens exceeds the {self.max_tokens}-token window")
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feed)[0]
-        # Mean pooling over real tokens, as sentence-transformers does for this model.
-        summed = (hidden * mask[:, :, None]).sum(axis=1)
-        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)

@@ -3,7 +3,9 @@
 Specs: ``none``; ``evidence`` (the model-free second stage: names and time spans), or
 ``evidence:names,time,recency`` to choose its signals;
 ``cross-encoder:PATH_OR_NAME`` (needs the ``[st]`` extra; loads lazily and falls back to the
-fused order if it cannot load); any name registered in ``RERANKERS`` (docs/extending.md).
+fused order if it cannot load); ``maxsim`` or ``maxsim:weight=W,depth=N,mode=M,cache=PATH``
+(late interaction over the default model's token vectors, then ``evidence:time``; off by
+default, see ``vestige.rerank.maxsim``); any name registered in ``RERANKERS`` (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -36,10 +38,24 @@ def _cross_encoder(spec: str) -> Reranker:
     return LazyReranker(load, name="cross-encoder")
 
 
+def _maxsim(spec: str) -> Reranker:
+    from .maxsim import parse_spec
+
+    params = parse_spec(spec)  # a bad spec fails here, not at the first search
+
+    def load() -> Reranker:
+        from .maxsim import MaxSimReranker
+
+        return MaxSimReranker(params)
+
+    return LazyReranker(load, name="maxsim")
+
+
 #: Second stages by spec name (vestige.registry; docs/extending.md): ``RERANKERS.register(name, factory)``.
 RERANKERS: Registry[Reranker] = Registry("reranker")
 RERANKERS.register("evidence", _evidence)
 RERANKERS.register("cross-encoder", _cross_encoder)
+RERANKERS.register("maxsim", _maxsim)
 
 
 def get_reranker(spec: str | None) -> Reranker | None:
