@@ -9,10 +9,11 @@ import pytest
 from vestige import Memory
 from vestige.embed import EMBEDDERS, get_embedder
 from vestige.embed.hashing import HashEmbedder
-from vestige.errors import ConfigError
+from vestige.errors import ConfigError, InvalidInput
 from vestige.importers import FORMATS, IMPORTERS, read_all
 from vestige.importers import markdown as markdown_importer
 from vestige.importers.base import TEXT_SUFFIXES, message
+from vestige.read.search import STAGES
 from vestige.registry import Entries, Registry
 from vestige.write.validate import SessionInput
 from vestige.rerank import RERANKERS, get_reranker
@@ -119,3 +120,34 @@ def test_a_plug_in_importer_ahead_of_markdown_is_detected_and_named(tmp_path, mo
     assert read_all(tmp_path / "note.md").format == "markdown"
     assert read_all(tmp_path / "note.md", format="todo").sessions[0].metadata == {"source": "todo"}
     assert sorted(read_all(tmp_path).format.split("+")) == ["markdown", "todo"]
+
+
+def test_read_stages_are_registered_and_a_plug_in_stage_runs_by_name(monkeypatch):
+    monkeypatch.setattr(STAGES, "_entries", dict(STAGES._entries))
+    assert list(STAGES) == ["channels", "floor", "fusion", "fetch", "second-stage", "group"]
+
+    def facts_only(search):
+        before = len(search.hits)
+        search.hits = [h for h in search.hits if h.fact_id is not None]
+        search.trace.record("facts-only", len(search.hits), before - len(search.hits), "sessions left out")
+
+    STAGES.register("facts-only", facts_only)
+    calls = []
+    builtin_fusion = STAGES["fusion"]
+
+    def counted_fusion(search):
+        calls.append(search.question.text)
+        builtin_fusion(search)
+
+    STAGES.register("fusion", counted_fusion, replace=True)
+    with Memory(":memory:", embedder="hash") as memory:
+        memory.add_fact("The cat is called Admon.", app="me")
+        memory.add_session([{"role": "user", "content": "my cat Admon sleeps all day"}], app="me")
+        both = memory.search("cat Admon", app="me", k=5)
+        facts = memory.search("cat Admon", app="me", k=5, after=["facts-only"])
+        assert len(both) == 2 and [h.text for h in facts] == ["The cat is called Admon."]
+        assert [r.stage for r in facts.trace][-1] == "facts-only" and calls == ["cat Admon", "cat Admon"]
+        with pytest.raises(InvalidInput, match="unknown read stage 'nope'.*facts-only"):
+            memory.search("cat", app="me", after=["nope"])
+        with pytest.raises(InvalidInput, match="after must be a list"):
+            memory.search("cat", app="me", after="facts-only")

@@ -31,7 +31,8 @@ from .lexical import LexicalChannel
 from .read.cut import CutParams
 from .read.trim import TrimParams
 from .read.floor import Floor
-from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search
+from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search,
+                          stage_named)
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store
 from .store.open import open_store
@@ -549,7 +550,12 @@ class Memory:
         moment = datetime.fromisoformat(when).replace(tzinfo=None) if when else datetime.now()
         extra: dict[str, Any] = {"explain": True} if explain else {}  # the lab's scripts wrap the bare call
         if after:
-            extra["after"] = after
+            if isinstance(after, str) or not isinstance(after, Sequence):
+                raise InvalidInput(f"after must be a list of read stages (names or callables), got {shown(after)}")
+            try:
+                extra["after"] = [stage_named(stage) for stage in after]
+            except ConfigError as exc:
+                raise InvalidInput(str(exc)) from None
         return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment, **extra)
 
     def context(

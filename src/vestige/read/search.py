@@ -24,6 +24,7 @@ from .. import settings
 from ..embed.base import Embedder
 from ..errors import ConfigError
 from ..lexical import LexicalChannel, analyze
+from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
 from ..write.validate import shown
@@ -145,16 +146,22 @@ def run_search(
 
 
 def stages(settings: SearchSettings, reranker: SecondStage | None, after: Sequence[Stage] = ()) -> list[Stage]:
-    """The stages a search runs, in order: only those its options call for."""
-    out: list[Stage] = [read_channels]
-    if settings.floor is not None:
-        out.append(apply_floor)
-    out += [fuse, fetch]
-    if reranker is not None:
-        out.append(second_stage)
-    if settings.group:
-        out.append(group)
-    return out + list(after)
+    """The stages a search runs, in order: only those its options call for, each looked up by
+    name in ``STAGES`` (so a registered replacement runs in its place)."""
+    names = ["channels"] + (["floor"] if settings.floor is not None else []) + ["fusion", "fetch"]
+    names += (["second-stage"] if reranker is not None else []) + (["group"] if settings.group else [])
+    return [STAGES[name] for name in names] + list(after)
+
+
+def stage_named(stage: str | Stage) -> Stage:
+    """A stage given by its registered name (``STAGES``) or as the callable itself."""
+    if isinstance(stage, str):
+        if stage not in STAGES:
+            raise ConfigError(f"unknown read stage {stage!r}; registered: {', '.join(STAGES.names())}")
+        return STAGES[stage]
+    if not callable(stage):
+        raise ConfigError(f"a read stage is a registered name or a callable of the search, got {shown(stage)}")
+    return stage
 
 
 class SecondStage(Protocol):
@@ -331,6 +338,15 @@ def group(search: Search) -> None:
     search.hits = group_by_item(search.hits, search.trace)
     search.trace.record("group", len(search.hits), before - len(search.hits),
                         f"{before} passages from {len(search.hits)} memories")
+
+
+#: The read stages by name, in the order a search runs them (docs/extending.md): the library's
+#: own are registered as a plug-in's are; ``Memory.search(after=[name])`` runs a registered one
+#: after them, and ``STAGES.register(name, stage, replace=True)`` swaps one of the library's out.
+STAGES: Entries[Stage] = Entries("read stage")
+for _name, _stage in (("channels", read_channels), ("floor", apply_floor), ("fusion", fuse), ("fetch", fetch),
+                      ("second-stage", second_stage), ("group", group)):
+    STAGES.register(_name, _stage)
 
 
 def cut_stage(params: CutParams) -> Stage:
