@@ -41,3 +41,22 @@ def test_the_check_sees_a_changed_cell(tmp_path, monkeypatch):
 def test_the_reference_stays_a_reference():
     """At most ~400 lines: the dated narrative lives in docs/lab-notes/."""
     assert len(REFERENCE.read_text(encoding="utf-8").splitlines()) <= 420
+
+
+def _layout_block() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Layout")
+    return text[text.index("```", start):text.index("```", text.index("```", start) + 3)]
+
+
+def test_the_readme_layout_names_every_module_of_the_package():
+    """README's Layout is the map a newcomer reads first: every module of src/vestige and of
+    read/ (one per stage), and every subpackage, is named in it."""
+    layout = _layout_block()
+    package = ROOT / "src" / "vestige"
+    missing = [p.name for p in sorted(package.iterdir())
+               if (p.suffix == ".py" and p.name != "__init__.py" or p.is_dir() and (p / "__init__.py").exists())
+               and (p.name + ("/" if p.is_dir() else "")) not in layout]
+    missing += [f"read/{p.name}" for p in sorted((package / "read").glob("*.py"))
+                if p.name != "__init__.py" and p.name not in layout]
+    assert not missing, "README's Layout does not name: " + ", ".join(missing)
