@@ -583,7 +583,8 @@ class Memory:
         score (the cut before this one; None: not applied, nor when the scores are not on one
         scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
         memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
-        its passages whole; "auto": the trimming fitted with the cut, where the cut applies)."""
+        its passages whole; "auto": settings.TRIM's default, off, where the cut applies; a
+        ``TrimParams()``: the fitted trimming)."""
         budget = check_options(budget_tokens, order)
         if isinstance(trim, str):
             if trim != "auto":
