@@ -198,6 +198,7 @@ def scores(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray
         result[d] = {
             "n": len(legit),
             "evidence_in_block": out["evidence"][legit, j].mean(axis=0),
+            **({"evidence_turn_in_block": out["turn"][legit, j].mean(axis=0)} if "turn" in out else {}),
             "ranking_top5": float(np.mean([questions[i].top5 for i in legit])),
             "evidence_token_share": out["ev_tokens"][legit, j].sum(axis=0) / np.maximum(out["tokens"][legit, j].sum(axis=0), 1),
             "tokens_median": np.median(out["served"][legit, j], axis=0),
@@ -257,6 +258,7 @@ def report(questions: list[Question], grid: list[dict], out: dict[str, np.ndarra
         pooled[d] = _plain({
             "n": len(legit),
             "evidence_in_block": pick("evidence", legit).mean(),
+            **({"evidence_turn_in_block": pick("turn", legit).mean()} if "turn" in out else {}),
             "ranking_top5": float(np.mean([questions[i].top5 for i in legit])),
             "evidence_token_share": pick("ev_tokens", legit).sum() / max(pick("tokens", legit).sum(), 1),
             "tokens_median": float(np.median(pick("served", legit))),

@@ -88,9 +88,10 @@ def mean_metrics(pairs: list[tuple[Replay, dict]]) -> dict[str, float]:
     return {t: round(sums[t] / counts[t], 4) if counts[t] else math.nan for t in REPORTED} | {"n": counts["r_any@1"]}
 
 
-def replay_check(replays: list[Replay], dataset: str) -> dict:
-    """Share of questions whose weight-0 replay ranks sessions exactly as the committed default did."""
-    path = RESULTS / dataset / "default" / "rows.jsonl"
+def replay_check(replays: list[Replay], runs: Path) -> dict:
+    """Share of questions whose weight-0 replay ranks sessions exactly as the committed default
+    run (``runs/default/rows.jsonl``) did."""
+    path = runs / "default" / "rows.jsonl"
     if not path.exists():
         return {"skipped": f"{path} missing"}
     committed = {r["id"]: r["ranked"] for r in map(json.loads, path.read_text().splitlines())}
@@ -104,8 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                         default=[f"{d}={RESULTS / 'maxsim' / 'pools' / f'{d}.jsonl.gz'}" for d in DATASETS],
                         help="replay rows per dataset (default: benchmarks/results/maxsim/pools/DATASET.jsonl.gz)")
     parser.add_argument("--out", default=None, help="write the report here (JSON)")
+    parser.add_argument("--check", nargs="+", metavar="DATASET=DIR", default=[],
+                        help="the committed runs the weight-0 replay is checked against, per dataset "
+                        "(DIR/default/rows.jsonl; default: benchmarks/results/DATASET)")
     args = parser.parse_args(argv)
     files = dict(item.split("=", 1) for item in args.rows)
+    check = {d: Path(f) for d, f in (item.split("=", 1) for item in args.check)}
     unknown = set(files) - set(DATASETS)
     if unknown:
         parser.error(f"unknown datasets {sorted(unknown)}; use {', '.join(DATASETS)}")
@@ -121,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         scores[ranked] = -np.arange(len(ranked), dtype=float)
         return scores
 
-    report: dict = {"rows": report_files, "grid": GRID, "replay_check": {d: replay_check(replays[d], d) for d in replays}}
+    report: dict = {"rows": report_files, "grid": GRID, "replay_check": {d: replay_check(replays[d], check.get(d, RESULTS / d))
+                                                           for d in replays}}
     pools = {d: [r.pool for r in replays[d]] for d in replays}
     lab.FUSIONS["maxsim"] = (fusion, GRID)  # registered for this call only
     try:

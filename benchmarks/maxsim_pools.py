@@ -14,6 +14,9 @@ offset...), so the rows written so far sample the whole file, not its first ques
 
     nice -n 10 python benchmarks/maxsim_pools.py locomo --data ../shared/data/locomo_dev.json.gz \\
         --out benchmarks/results/maxsim/pools/locomo.jsonl.gz
+
+With ``--embedder mpnet --cache FILE`` the haystacks are indexed with mpnet (the stage on mpnet
+fused); the MaxSim score still comes from MiniLM's token vectors, on mpnet's chunks.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from vestige import settings
 from vestige.bench.configs import get_config
+from vestige.embed import get_embedder
 from vestige.bench.runner import APP, LOADERS, Runner
 from vestige.read.question import Question
 from vestige.rerank.base import Reranker
@@ -83,11 +88,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stride", type=int, default=None, help="every Nth haystack only (as vestige bench --stride)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--spread", type=int, default=10, help="haystack order: every SPREAD-th first")
+    parser.add_argument("--embedder", default=None,
+                        help="index (dense channel) with this embedder instead of the shipped one, e.g. mpnet; "
+                        "MaxSim still reads the shipped model's token vectors")
+    parser.add_argument("--cache", default="benchmarks/.cache/embeddings.sqlite",
+                        help="the indexing embedder's embedding cache")
     args = parser.parse_args(argv)
 
     config = get_config("default")
-    runner = Runner(config, progress=False, threads=args.threads)
-    stage = MaxSimReranker(MaxSimParams(depth=args.depth, cache=TOKEN_CACHE), embedder=runner.embedder)
+    if args.embedder:
+        runner = Runner(config, args.embedder, args.cache, False, args.threads)
+        token_model = get_embedder(settings.EMBEDDER)
+    else:
+        runner = Runner(config, progress=False, threads=args.threads)
+        token_model = runner.embedder
+    stage = MaxSimReranker(MaxSimParams(depth=args.depth, cache=TOKEN_CACHE), embedder=token_model)
     haystacks = LOADERS[args.dataset](args.data, args.limit, args.stride)
     prepared = runner._prepare(haystacks)
     runner._embed_missing(prepared)

@@ -20,6 +20,7 @@ from typing import Any
 from .errors import InvalidInput
 from .lexical import analyze
 from .read.group import PASSAGE_GAP
+from .read.lines import LineCosines, LinesParams, by_meaning, why_left_out
 from .read.trim import TrimParams, trim_hits
 from .read.trace import Dropped, StageRecord, Trace
 from .settings import CONTEXT_BUDGET_TOKENS, TRIM
@@ -153,7 +154,8 @@ def build_context(
     relative_cut: float | None = None,
     terms: Sequence[str] = (),
     trace: Trace | None = None,
-    trim: TrimParams | None = DEFAULT_TRIM,
+    trim: TrimParams | LinesParams | None = DEFAULT_TRIM,
+    line_cosines: LineCosines | None = None,
 ) -> ContextBlock:
     """Format the best of ``hits`` (best first) that fit ``budget_tokens``: the budget stage.
 
@@ -168,7 +170,8 @@ def build_context(
     ``vestige.read.cut``; meaningful only for convex-fused scores). ``notes`` (from the search)
     are carried into the block's notes, ``trace`` into its trace (with a "budget" record).
     ``trim``: each memory shown by its lines that hold the question's ``terms``
-    (``vestige.read.trim``; None: whole passages).
+    (``vestige.read.trim``), or a ``LinesParams``: by its lines closest in meaning to the question,
+    scored by ``line_cosines`` (``vestige.read.lines``); None: whole passages.
     """
     budget = check_options(budget_tokens, order)
     trace = trace if trace is not None else Trace()
@@ -200,14 +203,13 @@ def build_context(
     wanted = set(terms)
     trimmed: set[int] = set()
     if trim is not None:
-        shown_as = trim_hits(hits, terms, trim)
-        for hit, kept in zip(hits, shown_as):
+        shown_as, why_out, shown_by = _trim(hits, trim, terms, line_cosines)
+        for place, (hit, kept) in enumerate(zip(hits, shown_as)):
             if kept is None:
-                trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", "no line holds a selective term of the "
-                           "question, and a better memory does", hit.score)
+                trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", why_out(place), hit.score)
         pairs = [kept for kept in shown_as if kept is not None]
         trace.record("trim", len(pairs), len(hits) - len(pairs),
-                     f"{sum(t for _, t in pairs)} memories shown by their matching lines")
+                     f"{sum(t for _, t in pairs)} memories shown by their {shown_by}")
         hits = [hit for hit, _ in pairs]
         trimmed = {id(hit) for hit, t in pairs if t}
     fills, used = _fill(hits, count, budget, frame)
@@ -236,6 +238,17 @@ def build_context(
         trace.drop(hit.id or f"chunk {hit.chunk_id}", "budget", "made room for the marks of earlier entries",
                    hit.score)
     return ContextBlock(notes=notes, trace=trace)
+
+
+def _trim(hits: list[Hit], trim: TrimParams | LinesParams, terms: Sequence[str], line_cosines: LineCosines | None
+          ) -> tuple[list[tuple[Hit, bool] | None], Callable[[int], str], str]:
+    """The trim stage's choice per memory, why one is left out (by its place), and what shows them."""
+    if isinstance(trim, LinesParams):
+        if line_cosines is None:
+            raise ValueError("trimming by meaning (LinesParams) needs line_cosines")
+        return by_meaning(hits, line_cosines, trim), lambda place: why_left_out(place, trim), "lines closest in meaning"
+    return (trim_hits(hits, terms, trim), lambda place: "no line holds a selective term of the question, and a "
+            "better memory does", "matching lines")
 
 
 def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int]) -> list[Snippet]:

@@ -29,6 +29,7 @@ from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
+from .read.lines import LinesParams
 from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search,
@@ -571,7 +572,7 @@ class Memory:
         relative_cut: float | None = None,
         explain: bool = False,
         now: Any = None,
-        trim: TrimParams | None | str = "auto",
+        trim: TrimParams | LinesParams | None | str = "auto",
     ) -> ContextBlock:
         """The prompt block for ``query``: dated memories within budget, or "" (see vestige.context).
 
@@ -584,14 +585,18 @@ class Memory:
         scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
         memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
         its passages whole; "auto": settings.TRIM's default, off, where the cut applies; a
-        ``TrimParams()``: the fitted trimming)."""
+        ``TrimParams()``: the fitted trimming; "lines" or a ``LinesParams``: each memory by its
+        lines closest in meaning, ``vestige.read.lines``, one embedding per line considered)."""
         budget = check_options(budget_tokens, order)
         if isinstance(trim, str):
-            if trim != "auto":
-                raise InvalidInput(f"trim must be 'auto', None or TrimParams, got {shown(trim)}")
-            trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
-        elif trim is not None and not isinstance(trim, TrimParams):
-            raise InvalidInput(f"trim must be 'auto', None or TrimParams, got {shown(trim)}")
+            if trim not in ("auto", "lines"):
+                raise InvalidInput(f"trim must be 'auto', 'lines', None, TrimParams or LinesParams, got {shown(trim)}")
+            if trim == "lines":
+                trim = LinesParams()
+            else:
+                trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
+        elif trim is not None and not isinstance(trim, (TrimParams, LinesParams)):
+            raise InvalidInput(f"trim must be 'auto', 'lines', None, TrimParams or LinesParams, got {shown(trim)}")
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
             or not 0.0 <= relative_cut <= 1.0
@@ -611,7 +616,17 @@ class Memory:
         terms = results.question.own_terms if results.question is not None else []
         return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
                              relative_cut=cut, order=order, notes=results.notes, terms=terms,
-                             trace=results._trace, trim=trim)
+                             trace=results._trace, trim=trim,
+                             line_cosines=self._line_cosines(query) if isinstance(trim, LinesParams) else None)
+
+    def _line_cosines(self, query: str) -> Callable[[Sequence[str]], np.ndarray]:
+        """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim)."""
+        def unit(vectors: np.ndarray) -> np.ndarray:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+        question = unit(self.embedder.embed_query([query]))[0]
+        return lambda lines: unit(self.embedder.embed(list(lines))) @ question if lines else np.zeros(0)
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,

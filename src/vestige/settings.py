@@ -67,3 +67,15 @@ TRIM_MAX_SHARE = 0.2
 TRIM_KEEP_UNMATCHED = False
 TRIM_REST_RUNS = 1
 TRIM_UNMATCHED_MIN_COSINE = -1.0  # off: 0.25 fits the dev sets best but empties the Porto block
+# Lines by meaning (vestige.read.lines): the best memory shown whole when its cosine reaches
+# LINES_FIRST_WHOLE_COSINE, else by its LINES_FIRST_LINES lines closest in meaning to the question;
+# at most LINES_MAX_REST memories below it, each by its LINES_REST_LINES closest lines when one reaches
+# LINES_MIN_LINE_COSINE (MiniLM's scale), LINES_CONTEXT lines either side. An option
+# (Memory.context(trim="lines")), after the cut above; fitted by benchmarks/context_lines_cv.py on
+# blocks replayed exactly on both dev sets (lines_cv.json).
+LINES_FIRST_WHOLE_COSINE = 0.4
+LINES_FIRST_LINES = 3
+LINES_REST_LINES = 1
+LINES_MAX_REST = 4
+LINES_MIN_LINE_COSINE = 0.3
+LINES_CONTEXT = 0

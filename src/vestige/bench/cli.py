@@ -49,8 +49,15 @@ def _cut_option(fn):
                         "(vestige.read.cut) instead of the library's.")(fn)
 
 
+def _trim_option(fn):
+    return click.option("--trim", type=click.Choice(["auto", "lines", "none"]), default="auto", show_default=True,
+                        help="With --context: how each memory is shown: the library's default (auto), by its lines "
+                        "closest in meaning to the question (lines, vestige.read.lines), or whole (none).")(fn)
+
+
 def _context_options(fn):
     fn = _cut_option(fn)
+    fn = _trim_option(fn)
     fn = click.option("--type", "qtype", help="With --context: only questions of this type (LongMemEval "
                       "question_type, LoCoMo 'N-category'), before --limit.")(fn)
     fn = click.option("--no-offtopic", is_flag=True,
@@ -72,7 +79,7 @@ def _configs(config_name: str) -> list:
 
 def _run_context(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
                  cache_path: str, no_cache: bool, threads: int | None, out: str, no_offtopic: bool = False,
-                 sessions: str | None = None, cut=None, qtype: str | None = None) -> None:
+                 sessions: str | None = None, cut=None, qtype: str | None = None, trim: str = "auto") -> None:
     from .context_bench import OFFTOPIC, OFFTOPIC_PERSONAL, run_context
 
     configs = _configs(config_name)
@@ -83,7 +90,7 @@ def _run_context(dataset: str, data: str, config_name: str, limit: int | None, s
                                   cache_path=None if no_cache else cache_path, threads=threads,
                                   offtopic=None if no_offtopic else OFFTOPIC,
                                   personal=None if no_offtopic else OFFTOPIC_PERSONAL, sessions_from=sessions,
-                                  cut=cut, qtype=qtype)
+                                  cut=cut, qtype=qtype, trim=trim)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         for name, c in summary["overall"].items():
@@ -97,13 +104,13 @@ def _run_context(dataset: str, data: str, config_name: str, limit: int | None, s
 
 def _run(dataset: str, data: str, config_name: str, limit: int | None, stride: int | None, embedder: str,
          cache_path: str, no_cache: bool, threads: int | None, out: str, context: bool = False,
-         no_offtopic: bool = False, cut=None, qtype: str | None = None) -> None:
+         no_offtopic: bool = False, cut=None, qtype: str | None = None, trim: str = "auto") -> None:
     if context:
         _run_context(dataset, data, config_name, limit, stride, embedder, cache_path, no_cache, threads, out,
-                     no_offtopic, cut=cut, qtype=qtype)
+                     no_offtopic, cut=cut, qtype=qtype, trim=trim)
         return
-    if cut is not None or qtype is not None:
-        raise click.BadParameter("--cut and --type apply to --context runs", param_hint="--cut/--type")
+    if cut is not None or qtype is not None or trim != "auto":
+        raise click.BadParameter("--cut, --type and --trim apply to --context runs", param_hint="--cut/--type/--trim")
     configs = _configs(config_name)
     from .runner import run_benchmarks
 
@@ -147,6 +154,7 @@ def locomo(**kwargs) -> None:
               help="The LongMemEval file the set's unrelated conversations are read from, by id.")
 @click.option("--context", is_flag=True, default=True, hidden=True, help="Always on: this set scores the block.")
 @_cut_option
+@_trim_option
 def shortfact(context: bool, **kwargs) -> None:
     """The short-fact set (benchmarks/data/short_fact_questions.json): a fact stated once next to
     long unrelated conversations; scores the context block (the fact in it, first, alone)."""

@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import lexical, settings
-from ..context import ContextBlock, format_snippet
+from ..context import DEFAULT_TRIM, ContextBlock, format_snippet
 from ..ingest import load_json_records, longmemeval_sessions
 from ..memory import Memory
 from ..read.cut import CutParams
+from ..read.lines import LinesParams
 from ..types import Hit, Message
 from ..write.validate import FactInput, SessionInput
 from .configs import BenchConfig
@@ -234,7 +235,7 @@ class ContextRunner:
     """Builds each haystack's memory with the library's defaults and asks ``Memory.context``."""
 
     def __init__(self, config: BenchConfig, embedder: str, cache_path: str | Path | None, progress: bool = True,
-                 threads: int | None = None, cut: CutParams | None = None):
+                 threads: int | None = None, cut: CutParams | None = None, trim: str = "auto"):
         if config.doc != "chunks" or config.extract != "none" or config.channel != "fused" or config.followup != "none":
             raise ValueError(f"config {config.name!r} is a ranking ablation: the context block is measured over "
                              "chunked haystacks searched by both channels (default, view-all, ...)")
@@ -242,6 +243,7 @@ class ContextRunner:
         self.base = Runner(config, embedder, cache_path, progress, threads)  # chunking + embedding cache
         self.progress = progress
         self.cut = cut  # None: the library's default cut ("auto")
+        self.trim: str | None = None if trim == "none" else trim  # Memory.context's trim ("auto": the library's)
 
     def close(self) -> None:
         self.base.close()
@@ -273,7 +275,7 @@ class ContextRunner:
 
         memory.search = capturing_search  # type: ignore[method-assign]
         try:
-            block = memory.context(q.text, app=APP, now=q.date)
+            block = memory.context(q.text, app=APP, now=q.date, trim=self.trim)
         finally:
             del memory.search
         return block, (captured[0] if captured else [])
@@ -353,9 +355,10 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
                 stride: int | None = None, embedder: str = settings.EMBEDDER, cache_path: str | Path | None = None,
                 threads: int | None = None, offtopic: Path | None = OFFTOPIC, personal: Path | None = OFFTOPIC_PERSONAL,
                 sessions_from: str | Path | None = None, progress: bool = True,
-                cut: CutParams | None = None, qtype: str | None = None) -> dict[str, Any]:
+                cut: CutParams | None = None, qtype: str | None = None, trim: str = "auto") -> dict[str, Any]:
     """One context run into ``out``: rows, candidates, summary, config.json (the manifest).
-    ``cut``: the cut's parameters to measure (default: the library's)."""
+    ``cut``: the cut's parameters to measure (default: the library's); ``trim``: Memory.context's
+    ("auto": the library's default; "lines": by meaning; "none": whole passages)."""
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     version = code_version()
     t0 = time.perf_counter()
@@ -375,7 +378,7 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
         haystacks = with_offtopic(dataset, loaded,
                                   question_lines(offtopic) if offtopic else [],
                                   question_lines(personal) if personal else [])
-    runner = ContextRunner(config, embedder, cache_path, progress, threads, cut)
+    runner = ContextRunner(config, embedder, cache_path, progress, threads, cut, trim)
     probe = runner.memory(ContextHaystack("probe", [], []), [])  # the options every haystack's memory gets
     used_cut = None if probe.cut is None else asdict(probe.cut)
     grouped = probe.settings.group
@@ -391,10 +394,11 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
     command += ["--sessions", str(sessions_from)] if sessions_from else []
     command += ["--no-offtopic"] if dataset != "shortfact" and offtopic is None and personal is None else []
     command += ["--cut", f"{cut.min_cosine:g},{cut.max_gap:g},{cut.min_coverage:g}"] if cut is not None else []
+    command += ["--trim", trim] if trim != "auto" else []
     meta = {
         "benchmark": BENCHMARK, "dataset": dataset, "config_name": config.name, "description": config.description,
         "config": config.to_dict(), "budget_tokens": settings.CONTEXT_BUDGET_TOKENS, "context_k": settings.CONTEXT_K,
-        "cut": used_cut, "group_by_memory": grouped, "floor": settings.FLOOR, "embedder": embedder,
+        "cut": used_cut, "trim": _trim_meta(trim), "group_by_memory": grouped, "floor": settings.FLOOR, "embedder": embedder,
         "model_id": runner.base.embedder.model_id, "data_file": str(data), "data_sha256": _sha256(data),
         "sessions_from": str(sessions_from) if sessions_from else None,
         "offtopic": [str(p) for p in (offtopic, personal) if p is not None] if dataset != "shortfact" else [],
@@ -404,6 +408,15 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
     summary = write_context_run(Path(out), rows, candidates, meta)
     write_manifest(Path(out), meta, CONTEXT_RUN_FILES)
     return summary
+
+
+def _trim_meta(trim: str) -> dict[str, Any] | None:
+    """The trim a run measured, with its parameters (the manifest says what was served)."""
+    if trim == "lines":
+        return {"by": "lines", **asdict(LinesParams())}
+    if trim == "auto" and DEFAULT_TRIM is not None:
+        return {"by": "terms", **asdict(DEFAULT_TRIM)}
+    return None
 
 
 # -- paired comparison (vestige bench compare) ------------------------------------------------------

@@ -1,0 +1,142 @@
+"""Fit the lines-by-meaning trim (``vestige.read.lines``) by cross-validation on both dev sets (issue 26; not a test).
+
+    python benchmarks/context_trim_cv.py capture locomo ../shared/data/locomo_dev.json.gz /tmp/locomo.pkl --stride 2
+    python benchmarks/context_trim_cv.py capture longmemeval ../shared/data/longmemeval_s_dev.json.gz /tmp/lme.pkl --stride 3
+    python benchmarks/context_lines_cv.py /tmp/locomo.pkl /tmp/lme.pkl --out benchmarks/results/context/lines_cv.json
+
+The captures are ``context_trim_cv.py``'s: per question, the memories the block is built from before
+the cut. This replays the block exactly: the shipped cut (``vestige.read.cut``, as the library
+computes its signals), then ``vestige.context.build_context`` with each grid point's
+``LinesParams``, the lines' cosines to the question from the shipped embedder (the vectors are kept
+in ``<capture>.lines.pkl``: a second fit embeds nothing), scored by the benchmark's own
+``block_cells``. Admissibility and objective are ``benchmarks/context_cv.py``'s (evidence in the
+block at least the ranking's top 5 less one point on each training set, else at least the shipped
+block's; objective: the evidence share of tokens plus one less the off-topic tokens over the
+budget); the evidence *turn* in the block is reported beside, not fitted. In sample, cross-dataset
+and 5-fold (``context_cv.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import pickle
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from context_cv import report
+from context_trim_cv import OFF, RANKING, Replayed, cut_hits, matrices
+
+from vestige import settings
+from vestige.bench.context_bench import block_cells
+from vestige.context import build_context
+from vestige.embed import get_embedder
+from vestige.read.cut import CutParams
+from vestige.read.lines import LinesParams
+
+GRID = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest=m, min_line_cosine=c, context=0)
+        for w, r, m, c in itertools.product((-1.0, 0.3, 0.35, 0.4, 0.45, 0.5), (1, 2), (2, 3, 4, 6, 0), (-1.0, 0.3))]
+
+
+def grid_points() -> list[dict]:
+    cut = asdict(CutParams())
+    return [{"cut": cut, "trim": None}] + [{"cut": cut, "trim": asdict(p)} for p in GRID]
+
+
+class LineVectors:
+    """Unit vectors of lines (and questions) by the shipped embedder, kept in a file beside the capture."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.vectors: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
+        self.embedder = get_embedder(settings.EMBEDDER)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        for start in range(0, len(missing), 256):
+            part = missing[start:start + 256]
+            v = np.asarray(self.embedder.embed(part), dtype=np.float32)
+            self.vectors.update(zip(part, v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)))
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
+
+    def save(self) -> None:
+        self.path.write_bytes(pickle.dumps(self.vectors))
+
+
+def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
+    """Every question of one capture under every grid point."""
+    done = path.with_suffix(".lines-outcomes.pkl")
+    if done.exists():
+        saved = pickle.loads(done.read_bytes())
+        if saved["grid"] == grid_points():
+            return saved["questions"], saved["rows"]
+    cap = pickle.loads(path.read_bytes())
+    vectors = LineVectors(path.with_suffix(".lines.pkl"))
+    count = functools.lru_cache(maxsize=None)(vectors.embedder.count_tokens)
+    d = cap["dataset"]
+    with open(RANKING / d / "default" / "rows.jsonl") as f:
+        top5 = {r["id"]: r["metrics"]["r_any@5"] for r in map(json.loads, f)}
+    keep = [r for r in cap["records"] if r["kind"] in OFF or (r["q"].gold and (d == "locomo" or not r["q"].abstention))]
+    questions, rows = [], []
+    for n, record in enumerate(keep):
+        questions.append(Replayed(d, record, top5.get(record["q"].qid)))
+        hits = cut_hits(record, CutParams())
+        question = vectors([record["q"].text])[0]
+        cosines = lambda lines: vectors(list(lines)) @ question if lines else np.zeros(0)  # noqa: E731
+        per_point = []
+        for trim in [None, *GRID]:
+            block = build_context(hits, count, terms=record["terms"], notes=record["notes"], trim=trim,
+                                  line_cosines=cosines)
+            per_point.append(block_cells(block, record["q"], cap["sessions"], cap["dates"]))
+        rows.append(per_point)
+        if n % 100 == 0:
+            print(d, n, len(keep), flush=True)
+            vectors.save()
+    vectors.save()
+    done.write_bytes(pickle.dumps({"grid": grid_points(), "questions": questions, "rows": rows}))
+    return questions, rows
+
+
+def fit(paths: list[Path], out_path: Path) -> None:
+    questions: list[Replayed] = []
+    rows: list[list[dict]] = []
+    for p in paths:
+        qs, rs = outcomes(p)
+        questions += qs
+        rows += rs
+    grid = grid_points()
+    out = matrices(questions, rows, grid)
+    before = {}
+    for d in sorted({q.dataset for q in questions}):
+        legit = [i for i, q in enumerate(questions) if q.dataset == d and q.kind not in OFF]
+        off = [i for i, q in enumerate(questions) if q.dataset == d and q.kind in OFF]
+        personal = [i for i in off if questions[i].kind == "offtopic_personal"]
+        before[d] = {"n": len(legit), "evidence_in_block": round(float(out["evidence"][legit, 0].mean()), 4),
+                     "evidence_turn_in_block": round(float(out["turn"][legit, 0].mean()), 4),
+                     "evidence_token_share": round(float(out["ev_tokens"][legit, 0].sum() / out["tokens"][legit, 0].sum()), 4),
+                     "offtopic_tokens_median": float(np.median(out["served"][off, 0])),
+                     "personal_tokens_median": float(np.median(out["served"][personal, 0]))}
+    result = {"command": " ".join(["python", *sys.argv]), "captures": [str(p) for p in paths],
+              "grid_size": len(grid), **report(questions, grid, out, before)}
+    result["grid"] = {"cut": asdict(CutParams()), "lines": [asdict(p) for p in GRID]}
+    out_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(json.dumps({k: result[k] for k in ("today", "in_sample", "cross_dataset")}, indent=1, default=str))
+    print(json.dumps(result["five_fold"], indent=1, default=str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("captures", type=Path, nargs="+")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/context/lines_cv.json"))
+    args = parser.parse_args(argv)
+    fit(args.captures, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Lines by meaning: each memory in the block shown by its lines closest in meaning to the question.
+
+Trimming by rare words (``vestige.read.trim``) keeps the line that holds the question's word,
+which is often the turn that asked, not the turn that answered. Here every line of a memory's
+passages (a turn, or a paragraph of a long one) is embedded and ranked by its cosine to the
+question, so the line kept is the one that speaks of the same thing, whatever its words.
+
+The block's budget goes to the best memory: it is shown whole (its passages, as grouped) when its
+own cosine says it is clearly about the question (``first_whole_cosine``), else by its
+``first_lines`` best lines. Each memory below it is shown by its ``rest_lines`` best lines
+(``context`` lines either side), when one reaches ``min_line_cosine``, else left out; at most
+``max_rest`` of them (0: all), so a runner-up is a pointer, not a page. Nothing here empties a
+block: the first memory keeps at least its best line (the floor and the cut decide emptiness).
+
+The cost is one embedding per line considered, at query time; off by default
+(``Memory.context(trim="lines")``). The parameters are fitted on both dev sets by
+``benchmarks/context_lines_cv.py`` (``vestige.settings``: LINES_*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .. import settings
+from ..types import Hit
+from .group import PASSAGE_GAP
+from .trim import lines_of
+
+#: Cosines of lines to the question, in the order given (one call per block).
+LineCosines = Callable[[Sequence[str]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class LinesParams:
+    # The best memory is shown whole when its cosine reaches this (above 1: never; -1: always).
+    first_whole_cosine: float = settings.LINES_FIRST_WHOLE_COSINE
+    first_lines: int = settings.LINES_FIRST_LINES  # else: its best lines
+    rest_lines: int = settings.LINES_REST_LINES  # best lines of each memory below the first
+    max_rest: int = settings.LINES_MAX_REST  # memories below the first (0: all)
+    min_line_cosine: float = settings.LINES_MIN_LINE_COSINE  # a line below this is not shown (but the first's best)
+    context: int = settings.LINES_CONTEXT  # lines kept either side of a chosen line
+
+    def __post_init__(self) -> None:
+        for name in ("first_lines", "rest_lines", "max_rest", "context"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        if self.first_lines < 1 or self.rest_lines < 1:
+            raise ValueError("first_lines and rest_lines must be at least 1")
+
+
+def shown_whole(hit: Hit, params: LinesParams) -> bool:
+    cosine = hit.scores.get("dense")
+    return params.first_whole_cosine <= -1 or (cosine is not None and cosine >= params.first_whole_cosine)
+
+
+def _runs(lines: list[list[str]], keep: set[tuple[int, int]], score: dict[tuple[int, int], float]) -> tuple[list[str], list[float]]:
+    """Kept lines merged into runs of consecutive lines of one passage, each with its best line's cosine."""
+    runs, best = [], []
+    for p, passage in enumerate(lines):
+        i = 0
+        while i < len(passage):
+            if (p, i) not in keep:
+                i += 1
+                continue
+            j = i
+            while j < len(passage) and (p, j) in keep:
+                j += 1
+            runs.append("\n".join(passage[i:j]))
+            best.append(max(score.get((p, n), -2.0) for n in range(i, j)))
+            i = j
+    return runs, best
+
+
+def by_meaning(hits: Sequence[Hit], cosines: LineCosines,
+               params: LinesParams = LinesParams()) -> list[tuple[Hit, bool] | None]:
+    """Per memory (best first): as the block may show it and whether it was trimmed, or None when
+    it is left out (below the first: past ``max_rest``, or no line close enough)."""
+    considered = [place for place in range(len(hits)) if not params.max_rest or place <= params.max_rest]
+    trimmed = [place for place in considered if not (place == 0 and shown_whole(hits[0], params))]
+    lines = {place: [lines_of(p) for p in (hits[place].passages or [hits[place].text])] for place in trimmed}
+    flat = [(place, p, n) for place in trimmed for p, passage in enumerate(lines[place]) for n in range(len(passage))]
+    scores = np.asarray(cosines([lines[place][p][n] for place, p, n in flat]), dtype=np.float64) if flat else np.zeros(0)
+    per_memory: dict[int, dict[tuple[int, int], float]] = {place: {} for place in trimmed}
+    for (place, p, n), score in zip(flat, scores):
+        per_memory[place][(p, n)] = float(score)
+    out: list[tuple[Hit, bool] | None] = []
+    for place, hit in enumerate(hits):
+        if place not in considered:
+            out.append(None)
+            continue
+        if place not in per_memory:
+            out.append((hit, False))
+            continue
+        score = per_memory[place]
+        ranked = sorted(score, key=lambda key: (-score[key], key))
+        wanted = params.first_lines if place == 0 else params.rest_lines
+        picked = [key for key in ranked[:wanted] if score[key] >= params.min_line_cosine]
+        if not picked:
+            if place or not ranked:
+                out.append(None if place else (hit, False))
+                continue
+            picked = ranked[:1]
+        keep = {(p, m) for p, n in picked
+                for m in range(max(0, n - params.context), min(len(lines[place][p]), n + params.context + 1))}
+        runs, best = _runs(lines[place], keep, score)
+        texts = hit.passages or [hit.text]
+        if runs == texts:
+            out.append((hit, False))
+            continue
+        order = sorted(range(len(runs)), key=lambda r: -best[r])
+        out.append((replace(hit, text=PASSAGE_GAP.join(runs), passages=runs, passage_ranks=order), True))
+    return out
+
+
+def why_left_out(place: int, params: LinesParams) -> str:
+    if params.max_rest and place > params.max_rest:
+        return f"below the {params.max_rest} memories the block shows after the best"
+    return f"no line within cosine {params.min_line_cosine:g} of the question"

@@ -1,0 +1,100 @@
+"""Lines by meaning (vestige.read.lines): each memory shown by its lines closest to the question."""
+
+from __future__ import annotations
+
+import pytest
+
+from vestige import Memory
+from vestige.bench.context_bench import covered_turns
+from vestige.context import build_context
+from vestige.errors import InvalidInput
+from vestige.read.lines import LinesParams, by_meaning
+from vestige.types import Hit, Message
+
+CHAT = [
+    "Melanie: Hey Caroline, how was your week?",
+    "Caroline: Busy! I painted the fence.",
+    "Melanie: I did a 5k for mental health last Saturday.",
+    "Caroline: That sounds great, Mel!",
+    "Melanie: Thanks! My kids loved the pottery class.",
+]
+# A stand-in for the embedder: each line's cosine to the question, by the line.
+COSINE = {CHAT[0]: 0.1, CHAT[1]: 0.2, CHAT[2]: 0.6, CHAT[3]: 0.35, CHAT[4]: 0.25}
+
+
+def cosines(lines):
+    return [COSINE.get(line, 0.0) for line in lines]
+
+
+def _hit(session_id: str, passages: list[str], dense: float) -> Hit:
+    return Hit(chunk_id=len(session_id), text="\n…\n".join(passages), score=0.9, session_id=session_id,
+               fact_id=None, date="2024-01-01", roles=("user",), view="all", passages=passages,
+               passage_ranks=list(range(len(passages))), first_turn=0, last_turn=len(CHAT) - 1,
+               scores={"dense": dense})
+
+
+def test_a_memory_below_the_first_is_shown_by_its_closest_line_not_the_one_holding_the_words():
+    first = _hit("s1", ["The user moved to Porto."], dense=0.5)
+    second = _hit("s2", ["\n".join(CHAT[:2]), "\n".join(CHAT[2:])], dense=0.3)
+    params = LinesParams(first_whole_cosine=0.4, first_lines=3, rest_lines=1, max_rest=4, min_line_cosine=0.3)
+    [(kept_first, trimmed_first), (shown, trimmed)] = by_meaning([first, second], cosines, params)
+    assert kept_first is first and not trimmed_first  # clearly about the question: whole
+    assert trimmed and shown.passages == [CHAT[2]]
+    with_context = by_meaning([first, second], cosines, LinesParams(0.4, 3, 1, 4, 0.3, context=1))[1][0]
+    assert with_context.passages == ["\n".join(CHAT[2:4])]  # context stays within the line's passage
+    ranked = by_meaning([first, _hit("s3", [CHAT[4], CHAT[0], CHAT[2]], 0.3)], cosines, LinesParams(0.4, 3, 2, 4, -1.0))
+    assert ranked[1][0].passages == [CHAT[4], CHAT[2]] and ranked[1][0].passage_ranks == [1, 0]  # best line first
+
+
+def test_the_first_memory_is_trimmed_when_its_cosine_is_low_but_never_emptied():
+    first = _hit("s1", ["\n".join(CHAT)], dense=0.2)
+    [(shown, trimmed)] = by_meaning([first], cosines, LinesParams(0.4, 2, 1, 4, 0.3))
+    assert trimmed and shown.passages == ["\n".join(CHAT[2:4])]
+    # no line reaches the floor: the first keeps its best line all the same
+    [(alone, _)] = by_meaning([first], cosines, LinesParams(0.4, 2, 1, 4, 0.9))
+    assert alone.passages == [CHAT[2]]
+    [(whole, trimmed)] = by_meaning([first], cosines, LinesParams(first_whole_cosine=-1.0))
+    assert whole is first and not trimmed
+
+
+def test_runners_up_past_max_rest_or_without_a_close_line_are_left_out():
+    hits = [_hit("s1", ["\n".join(CHAT)], dense=0.5)] + [_hit(f"s{n}", [CHAT[n % 5]], dense=0.3) for n in range(2, 6)]
+    shown = by_meaning(hits, cosines, LinesParams(0.4, 3, 1, max_rest=2, min_line_cosine=0.3))
+    assert [s is not None for s in shown] == [True, True, True, False, False]
+    assert shown[1][0] is hits[1] and not shown[1][1]  # its one line is the whole memory: not trimmed
+    shown = by_meaning(hits, cosines, LinesParams(0.4, 3, 1, max_rest=0, min_line_cosine=0.3))
+    assert [s is not None for s in shown] == [True, True, True, False, False]  # CHAT[4], CHAT[0]: under 0.3
+
+
+def test_the_block_records_the_stage_and_counts_only_the_lines_shown():
+    hits = [_hit("s1", ["The user moved to Porto."], dense=0.5), _hit("s2", ["\n".join(CHAT)], dense=0.3)]
+    block = build_context(hits, lambda text: len(text.split()), trim=LinesParams(0.4, 3, 1, 4, 0.3),
+                          line_cosines=cosines)
+    assert [r.stage for r in block.trace][-2:] == ["trim", "budget"]
+    assert "1 memories shown by their lines closest in meaning" in block.trace[-2].note
+    snippet = next(s for s in block.snippets if s.hit.session_id == "s2")
+    assert snippet.trimmed and CHAT[2] in str(block) and CHAT[0] not in str(block)
+    messages = [Message(role="user", content=line) for line in CHAT]
+    assert covered_turns(snippet.hit, messages, snippet.trimmed) == [2]
+    with pytest.raises(ValueError, match="line_cosines"):
+        build_context(hits, lambda text: len(text.split()), trim=LinesParams())
+
+
+def test_memory_context_by_meaning_end_to_end():
+    m = Memory(":memory:")
+    m.add_sessions([
+        {"messages": [{"role": "user", "content": "I repaired the garden fence with new cedar boards.\n"
+                       "My cat Miso hid under the porch all day.\nThe hardware store closes at six."}],
+         "date": "2025-01-01"},
+        {"messages": [{"role": "user", "content": "What is a good name for a grey kitten?"}], "date": "2025-02-01"},
+    ])
+    plain = m.context("Where did my cat hide?", trim=None)
+    lines = m.context("Where did my cat hide?", trim=LinesParams(first_whole_cosine=2.0, first_lines=1, rest_lines=1,
+                                                                  max_rest=4, min_line_cosine=-1.0))
+    assert "cedar boards" in str(plain) and "Miso hid under the porch" in str(lines)
+    assert "cedar boards" not in str(lines)
+    with pytest.raises(InvalidInput, match="trim must be"):
+        m.context("Where did my cat hide?", trim="meaning")
+    with pytest.raises(ValueError, match="at least 1"):
+        LinesParams(rest_lines=0)
+    m.close()
