@@ -90,6 +90,10 @@ def test_every_endpoint_round_trip(server):
         assert r.status_code == 200
         body = r.json()
         assert "Elgar" in body["context"] and "past records" in body["context"] and body["snippets"]
+        r = c.post("/v1/apps/alpha/context", json={"query": "Which concerto?", "trim": "lines", "explain": True})
+        assert r.status_code == 200 and "Elgar" in r.json()["context"]
+        assert "trim" in [t["stage"] for t in r.json()["trace"]]
+        assert c.post("/v1/apps/alpha/context", json={"query": "Which concerto?", "trim": "words"}).status_code == 422
 
         chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Where do I live now?"}]
         r = c.post("/v1/apps/alpha/context", json={"messages": chat, "budget_tokens": 400})
