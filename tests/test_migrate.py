@@ -217,6 +217,27 @@ def test_any_two_stores_through_the_contract(tmp_path: Path) -> None:
     assert empty.apps == {} and empty.keys == 0
 
 
+def test_the_record_of_synced_files_is_copied(tmp_path: Path) -> None:
+    """A copy keeps what ``vestige sync`` recorded: a sync into it reads no unchanged file again
+    and still knows which memories a deleted file produced."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# Garden\n\nThe fence was repaired with cedar boards.\n")
+    (vault / "b.md").write_text("# Cat\n\nMiso hides under the porch.\n")
+    src = tmp_path / "src.sqlite"
+    with Memory(src, embedder="hash") as mem:
+        assert sorted(mem.sync(vault, app="vault").added) == ["a.md", "b.md"]
+    copy = tmp_path / "copy.sqlite"
+    report = migrate(src, copy)
+    assert report.checked["synced_files"] == 2
+    assert SQLiteStore(copy).synced_files("vault") == SQLiteStore(src).synced_files("vault")
+    (vault / "b.md").unlink()
+    with Memory(copy) as mem:
+        again = mem.sync(vault, app="vault")
+        assert again.unchanged == 1 and again.added == [] and again.deleted == ["b.md"]
+        assert "Miso" not in " ".join(h.text for h in mem.search("Where does Miso hide?", app="vault"))
+
+
 def test_a_copy_in_many_small_batches_is_the_same_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The batch limits (large by default: few posting-block rewrites) only cut the copy into
     put_items calls: crossing them many times gives the same store."""

@@ -5,8 +5,9 @@ What is copied: every app (empty ones too) with its sessions and facts (ids, dat
 messages, content hashes, list order), their chunks as stored (text, turns, roles, view, token
 counts, which channels they are in) with their int8 vectors as stored (nothing is re-embedded,
 so no model is loaded), the previous versions ``Memory.update`` kept of each item (their
-replaced-at times included), every API key (its hash, prefix, label, dates; revoked ones stay revoked)
-and the recorded embedder and index plan (``META_KEYS``). The BM25 postings are written from the
+replaced-at times included), every API key (its hash, prefix, label, dates; revoked ones stay revoked),
+the record of the files ``vestige sync`` brought in (so a sync into the copy reads no unchanged file
+again) and the recorded embedder and index plan (``META_KEYS``). The BM25 postings are written from the
 stored chunk text with the one analyzer, as every write does. Not kept: chunk, item and key ids
 (the destination numbers its own; a key id shown by ``vestige keys list`` may change), app
 epochs and write counters (caches key on them, nothing else), the stored-at times of items.
@@ -221,6 +222,10 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
         for key in src.list_keys(include_revoked=True):
             _copy_key(dst, key, hashes, src.location)
         report.keys = len(before[1])
+        for app in apps:
+            files = src.synced_files(app)
+            if files:
+                dst.record_synced_files(app, files)
         _unchanged(src, dst, before)
         verify(src, dst, samples, report, with_history)
         _unchanged(src, dst, before)  # nor while it was compared
@@ -335,7 +340,8 @@ def verify(src: Store, dst: Store, samples: dict[str, _Samples], report: Migrati
     for key in META_KEYS:
         if dst.get_meta(key) != src.get_meta(key):
             raise _mismatch(f"meta {key!r}", src, dst)
-    checked = {"items": 0, "whole_items": 0, "histories": 0, "dense_queries": 0, "lexical_queries": 0, "keys": 0}
+    checked = {"items": 0, "whole_items": 0, "histories": 0, "dense_queries": 0, "lexical_queries": 0, "keys": 0,
+               "synced_files": 0}
     for app, kind, external_id in with_history:
         if dst.item_history(app, kind, external_id) != src.item_history(app, kind, external_id):
             raise _mismatch(f"the history of {kind} {external_id!r} of app {app!r}", src, dst)
@@ -347,6 +353,10 @@ def verify(src: Store, dst: Store, samples: dict[str, _Samples], report: Migrati
         assert counts is not None
         report.apps[app] = counts
         checked["items"] += _same_lists(src, dst, app)
+        files = src.synced_files(app)
+        if dst.synced_files(app) != files:
+            raise _mismatch(f"the record of synced files of app {app!r}", src, dst)
+        checked["synced_files"] += len(files)
         for kind, external_id in samples[app].items:
             _same_item(src, dst, app, kind, external_id)
             if dst.item_history(app, kind, external_id) != src.item_history(app, kind, external_id):
