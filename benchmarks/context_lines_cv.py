@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from context_cv import report
-from context_trim_cv import OFF, RANKING, Replayed, cut_hits, matrices
+from context_trim_cv import OFF, RANKING, Replayed, cut_hits, matrices, replayed
 
 from vestige import settings
 from vestige.bench.context_bench import block_cells
@@ -103,12 +103,7 @@ def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
 
 
 def fit(paths: list[Path], out_path: Path) -> None:
-    questions: list[Replayed] = []
-    rows: list[list[dict]] = []
-    for p in paths:
-        qs, rs = outcomes(p)
-        questions += qs
-        rows += rs
+    questions, rows = replayed(paths, outcomes)
     grid = grid_points()
     out = matrices(questions, rows, grid)
     before = {}

@@ -158,13 +158,20 @@ def matrices(questions: list[Replayed], rows: list[list[dict]], grid: list[dict]
     return out
 
 
-def fit(paths: list[Path], out_path: Path) -> None:
+def replayed(paths: list[Path], replay=None) -> tuple[list[Replayed], list[list[dict]]]:
+    """Every capture's questions and their rows under each grid point (``replay``: ``outcomes``
+    of this script, or another script's), concatenated."""
     questions: list[Replayed] = []
     rows: list[list[dict]] = []
     for p in paths:
-        qs, rs = outcomes(p)
+        qs, rs = (replay or outcomes)(p)
         questions += qs
         rows += rs
+    return questions, rows
+
+
+def fit(paths: list[Path], out_path: Path) -> None:
+    questions, rows = replayed(paths)
     grid = grid_points()
     out = matrices(questions, rows, grid)
     # The issue's Porto case ("Where do I live?" next to "The user moved to Porto in June 2025.")
