@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from vestige import Memory
 from vestige.bench.context_bench import covered_turns
 from vestige.context import build_context
 from vestige.errors import InvalidInput
-from vestige.read.lines import LinesParams, by_meaning
+from vestige.read.lines import LinesParams, LineVectors, by_meaning
 from vestige.types import Hit, Message
 
 CHAT = [
@@ -97,4 +100,65 @@ def test_memory_context_by_meaning_end_to_end():
         m.context("Where did my cat hide?", trim="meaning")
     with pytest.raises(ValueError, match="at least 1"):
         LinesParams(rest_lines=0)
+    m.close()
+
+
+def test_the_first_memory_is_whole_only_when_it_leads_the_next_by_the_lead():
+    first = _hit("s1", ["\n".join(CHAT)], dense=0.5)
+    second = replace(_hit("s2", [CHAT[3]], dense=0.3), score=0.85)
+    close = LinesParams(0.4, 1, 1, 4, 0.3, first_whole_lead=0.1)  # 0.9 - 0.85 < 0.1: trimmed
+    assert by_meaning([first, second], cosines, close)[0][1]
+    assert not by_meaning([first, replace(second, score=0.7)], cosines, close)[0][1]  # leads by 0.2: whole
+    assert not by_meaning([first], cosines, close)[0][1]  # nothing to lead: whole
+
+
+def test_a_line_that_asks_brings_its_reply_and_a_statement_does_not():
+    asks = ["Melanie: What did you do on Saturday?", "Caroline: I ran a charity 5k.", "Melanie: Lovely."]
+    score = {asks[0]: 0.6, asks[1]: 0.2, asks[2]: 0.1, CHAT[2]: 0.6}
+    first = _hit("s1", ["The user moved to Porto."], dense=0.5)
+    params = LinesParams(0.4, 3, 1, 4, 0.3, after=1)
+    line_cosines = lambda lines: [score.get(line, 0.0) for line in lines]  # noqa: E731
+    shown = by_meaning([first, _hit("s2", ["\n".join(asks)], 0.3)], line_cosines, params)[1][0]
+    assert shown.passages == ["\n".join(asks[:2])]  # the question and the answer after it
+    shown = by_meaning([first, _hit("s3", ["\n".join(CHAT)], 0.3)], line_cosines, params)[1][0]
+    assert shown.passages == [CHAT[2]]  # a statement stands alone
+    with pytest.raises(ValueError, match="after"):
+        LinesParams(after=-1)
+
+
+class CountingEmbed:
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts):
+        self.calls.append(list(texts))
+        return np.array([[len(t), 1.0 + t.count("a")] for t in texts], dtype=np.float32)
+
+
+def test_line_vectors_embed_each_line_once_and_forget_the_least_recently_used():
+    embed = CountingEmbed()
+    vectors = LineVectors(embed, capacity=3)
+    first = vectors(["a", "bb", "a"])
+    assert embed.calls == [["a", "bb"]] and first.shape == (3, 2) and np.allclose(first[0], first[2])
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0)  # unit vectors: a dot product is a cosine
+    vectors(["bb", "ccc"])
+    assert embed.calls[-1] == ["ccc"] and vectors.embedded == 3 and len(vectors) == 3
+    vectors(["dddd"])  # past capacity: "a", the least recently used, is forgotten
+    vectors(["bb", "a"])
+    assert embed.calls[-1] == ["a"] and len(vectors) == 3
+    assert vectors([]).shape[0] == 0
+    with pytest.raises(ValueError, match="capacity"):
+        LineVectors(embed, capacity=-1)
+
+
+def test_a_memory_embeds_a_line_once_across_questions():
+    m = Memory(":memory:")
+    m.add_sessions([{"messages": [{"role": "user", "content": "I repaired the garden fence.\nMy cat Miso hid under the porch."}],
+                     "date": "2025-01-01"}])
+    params = LinesParams(first_whole_cosine=2.0, first_lines=1, rest_lines=1, max_rest=4, min_line_cosine=-1.0)
+    first = m.context("Where did my cat hide?", trim=params)
+    embedded = m._line_vectors.embedded
+    again = m.context("Where is the cat usually?", trim=params)
+    assert embedded == 2 and m._line_vectors.embedded == embedded  # the second question embeds no line
+    assert "Miso" in str(first) and "Miso" in str(again)
     m.close()

@@ -29,7 +29,7 @@ from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
-from .read.lines import LinesParams
+from .read.lines import LinesParams, LineVectors
 from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search,
@@ -160,6 +160,8 @@ class Memory:
         self.lexical = LexicalChannel(self.store)
         self.keys = KeyStore(self.store)
         self._owns_store = True
+        # The lines-by-meaning trim's vectors, kept across questions (shared with derived memories).
+        self._line_vectors = LineVectors(self.embedder.embed)
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -626,7 +628,8 @@ class Memory:
             return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
         question = unit(self.embedder.embed_query([query]))[0]
-        return lambda lines: unit(self.embedder.embed(list(lines))) @ question if lines else np.zeros(0)
+        vectors = self._line_vectors
+        return lambda lines: vectors(list(lines)) @ question if lines else np.zeros(0)
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,

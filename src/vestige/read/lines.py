@@ -12,13 +12,16 @@ own cosine says it is clearly about the question (``first_whole_cosine``), else 
 ``max_rest`` of them (0: all), so a runner-up is a pointer, not a page. Nothing here empties a
 block: the first memory keeps at least its best line (the floor and the cut decide emptiness).
 
-The cost is one embedding per line considered, at query time; off by default
-(``Memory.context(trim="lines")``). The parameters are fitted on both dev sets by
+The cost is one embedding per line considered, at query time, once: a memory keeps the vectors of
+the lines it has embedded (``LineVectors``, bounded), so a line shown again costs a lookup; off by
+default (``Memory.context(trim="lines")``). The parameters are fitted on both dev sets by
 ``benchmarks/context_lines_cv.py`` (``vestige.settings``: LINES_*).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -42,9 +45,12 @@ class LinesParams:
     max_rest: int = settings.LINES_MAX_REST  # memories below the first (0: all)
     min_line_cosine: float = settings.LINES_MIN_LINE_COSINE  # a line below this is not shown (but the first's best)
     context: int = settings.LINES_CONTEXT  # lines kept either side of a chosen line
+    # ... and its score must lead the next memory's by this much (-1: no lead needed).
+    first_whole_lead: float = settings.LINES_FIRST_WHOLE_LEAD
+    after: int = settings.LINES_AFTER  # lines kept after a chosen line besides: the reply to a line that asks
 
     def __post_init__(self) -> None:
-        for name in ("first_lines", "rest_lines", "max_rest", "context"):
+        for name in ("first_lines", "rest_lines", "max_rest", "context", "after"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
@@ -52,9 +58,52 @@ class LinesParams:
             raise ValueError("first_lines and rest_lines must be at least 1")
 
 
-def shown_whole(hit: Hit, params: LinesParams) -> bool:
-    cosine = hit.scores.get("dense")
-    return params.first_whole_cosine <= -1 or (cosine is not None and cosine >= params.first_whole_cosine)
+def shown_whole(hits: Sequence[Hit], params: LinesParams) -> bool:
+    """Whether the best memory is shown whole: clearly about the question, and clearly ahead."""
+    cosine = hits[0].scores.get("dense")
+    close = params.first_whole_cosine <= -1 or (cosine is not None and cosine >= params.first_whole_cosine)
+    ahead = params.first_whole_lead <= -1 or len(hits) < 2 or hits[0].score - hits[1].score >= params.first_whole_lead
+    return close and ahead
+
+
+class LineVectors:
+    """Unit vectors of the lines one embedder has embedded, the least recently used dropped past
+    ``capacity``: an agent asks many questions of the same memories, and their lines recur."""
+
+    def __init__(self, embed: Callable[[list[str]], np.ndarray], capacity: int = settings.LINES_CACHE_LINES):
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity!r}")
+        self._embed, self.capacity = embed, capacity
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # the server answers from threads
+        self.embedded = 0  # lines embedded so far (the rest were found here)
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def __call__(self, lines: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            found = {line: self._vectors[line] for line in dict.fromkeys(lines) if line in self._vectors}
+            for line in found:
+                self._vectors.move_to_end(line)
+        missing = [line for line in dict.fromkeys(lines) if line not in found]
+        if missing:
+            vectors = np.asarray(self._embed(missing), dtype=np.float32)
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            found.update(zip(missing, vectors))
+            with self._lock:
+                self.embedded += len(missing)
+                for line, vector in zip(missing, vectors):
+                    self._vectors[line] = vector
+                    self._vectors.move_to_end(line)
+                while len(self._vectors) > self.capacity:
+                    self._vectors.popitem(last=False)
+        return np.stack([found[line] for line in lines]) if lines else np.zeros((0, 0), np.float32)
+
+
+def _after(line: str, params: LinesParams) -> int:
+    """Lines kept after a chosen line: its reply, when the line asks."""
+    return params.after if line.rstrip().endswith("?") else 0
 
 
 def _runs(lines: list[list[str]], keep: set[tuple[int, int]], score: dict[tuple[int, int], float]) -> tuple[list[str], list[float]]:
@@ -80,7 +129,7 @@ def by_meaning(hits: Sequence[Hit], cosines: LineCosines,
     """Per memory (best first): as the block may show it and whether it was trimmed, or None when
     it is left out (below the first: past ``max_rest``, or no line close enough)."""
     considered = [place for place in range(len(hits)) if not params.max_rest or place <= params.max_rest]
-    trimmed = [place for place in considered if not (place == 0 and shown_whole(hits[0], params))]
+    trimmed = [place for place in considered if not (place == 0 and shown_whole(hits, params))]
     lines = {place: [lines_of(p) for p in (hits[place].passages or [hits[place].text])] for place in trimmed}
     flat = [(place, p, n) for place in trimmed for p, passage in enumerate(lines[place]) for n in range(len(passage))]
     scores = np.asarray(cosines([lines[place][p][n] for place, p, n in flat]), dtype=np.float64) if flat else np.zeros(0)
@@ -105,7 +154,8 @@ def by_meaning(hits: Sequence[Hit], cosines: LineCosines,
                 continue
             picked = ranked[:1]
         keep = {(p, m) for p, n in picked
-                for m in range(max(0, n - params.context), min(len(lines[place][p]), n + params.context + 1))}
+                for m in range(max(0, n - params.context),
+                               min(len(lines[place][p]), n + params.context + _after(lines[place][p][n], params) + 1))}
         runs, best = _runs(lines[place], keep, score)
         texts = hit.passages or [hit.text]
         if runs == texts:
