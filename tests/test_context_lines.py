@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -101,15 +99,6 @@ def test_memory_context_by_meaning_end_to_end():
     with pytest.raises(ValueError, match="at least 1"):
         LinesParams(rest_lines=0)
     m.close()
-
-
-def test_the_first_memory_is_whole_only_when_it_leads_the_next_by_the_lead():
-    first = _hit("s1", ["\n".join(CHAT)], dense=0.5)
-    second = replace(_hit("s2", [CHAT[3]], dense=0.3), score=0.85)
-    close = LinesParams(0.4, 1, 1, 4, 0.3, first_whole_lead=0.1)  # 0.9 - 0.85 < 0.1: trimmed
-    assert by_meaning([first, second], cosines, close)[0][1]
-    assert not by_meaning([first, replace(second, score=0.7)], cosines, close)[0][1]  # leads by 0.2: whole
-    assert not by_meaning([first], cosines, close)[0][1]  # nothing to lead: whole
 
 
 def test_a_line_that_asks_brings_its_reply_and_a_statement_does_not():

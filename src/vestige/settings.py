@@ -81,7 +81,6 @@ LINES_REST_LINES = 1
 LINES_MAX_REST = 4
 LINES_MIN_LINE_COSINE = 0.3
 LINES_CONTEXT = 0
-LINES_FIRST_WHOLE_LEAD = -1.0
 LINES_AFTER = 0
 # Line vectors a memory keeps for that trim (MiniLM: 1.5 KB each, so 20,000 lines hold about 30 MB).
 LINES_CACHE_LINES = 20_000

@@ -8,7 +8,9 @@ question, so the line kept is the one that speaks of the same thing, whatever it
 The block's budget goes to the best memory: it is shown whole (its passages, as grouped) when its
 own cosine says it is clearly about the question (``first_whole_cosine``), else by its
 ``first_lines`` best lines. Each memory below it is shown by its ``rest_lines`` best lines
-(``context`` lines either side), when one reaches ``min_line_cosine``, else left out; at most
+(``context`` lines either side; after a line that asks, ``after`` lines more: the closest line is
+often the question, and the answer is the turn after it), when one reaches ``min_line_cosine``,
+else left out; at most
 ``max_rest`` of them (0: all), so a runner-up is a pointer, not a page. Nothing here empties a
 block: the first memory keeps at least its best line (the floor and the cut decide emptiness).
 
@@ -45,8 +47,6 @@ class LinesParams:
     max_rest: int = settings.LINES_MAX_REST  # memories below the first (0: all)
     min_line_cosine: float = settings.LINES_MIN_LINE_COSINE  # a line below this is not shown (but the first's best)
     context: int = settings.LINES_CONTEXT  # lines kept either side of a chosen line
-    # ... and its score must lead the next memory's by this much (-1: no lead needed).
-    first_whole_lead: float = settings.LINES_FIRST_WHOLE_LEAD
     after: int = settings.LINES_AFTER  # lines kept after a chosen line besides: the reply to a line that asks
 
     def __post_init__(self) -> None:
@@ -58,12 +58,9 @@ class LinesParams:
             raise ValueError("first_lines and rest_lines must be at least 1")
 
 
-def shown_whole(hits: Sequence[Hit], params: LinesParams) -> bool:
-    """Whether the best memory is shown whole: clearly about the question, and clearly ahead."""
-    cosine = hits[0].scores.get("dense")
-    close = params.first_whole_cosine <= -1 or (cosine is not None and cosine >= params.first_whole_cosine)
-    ahead = params.first_whole_lead <= -1 or len(hits) < 2 or hits[0].score - hits[1].score >= params.first_whole_lead
-    return close and ahead
+def shown_whole(hit: Hit, params: LinesParams) -> bool:
+    cosine = hit.scores.get("dense")
+    return params.first_whole_cosine <= -1 or (cosine is not None and cosine >= params.first_whole_cosine)
 
 
 class LineVectors:
@@ -129,7 +126,7 @@ def by_meaning(hits: Sequence[Hit], cosines: LineCosines,
     """Per memory (best first): as the block may show it and whether it was trimmed, or None when
     it is left out (below the first: past ``max_rest``, or no line close enough)."""
     considered = [place for place in range(len(hits)) if not params.max_rest or place <= params.max_rest]
-    trimmed = [place for place in considered if not (place == 0 and shown_whole(hits, params))]
+    trimmed = [place for place in considered if not (place == 0 and shown_whole(hits[0], params))]
     lines = {place: [lines_of(p) for p in (hits[place].passages or [hits[place].text])] for place in trimmed}
     flat = [(place, p, n) for place in trimmed for p, passage in enumerate(lines[place]) for n in range(len(passage))]
     scores = np.asarray(cosines([lines[place][p][n] for place, p, n in flat]), dtype=np.float64) if flat else np.zeros(0)
