@@ -37,6 +37,7 @@ the evidence token share against today's, the median off-topic tokens against to
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import itertools
 import json
@@ -212,7 +213,11 @@ def scores(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray
     return result
 
 
-def fit(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray], grid: list[dict]) -> int:
+def fit(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray], grid: list[dict],
+        turn: bool = False) -> int:
+    """The grid point the objective prefers on the questions ``idx``. ``turn``: the evidence turn in
+    the block counts in the objective beside the share (a trim that shows lines can lose the answer
+    turn while it keeps the session)."""
     s = scores(questions, idx, out, slice(None))
     admissible = np.ones(len(grid), dtype=bool)
     objective = np.zeros(len(grid))
@@ -223,6 +228,8 @@ def fit(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray], 
         admissible &= reach if reach.any() else cells["evidence_in_block"] >= today - 1e-12
         off_tokens = np.nan_to_num(cells["offtopic_tokens_mean"]) / settings.CONTEXT_BUDGET_TOKENS
         objective += cells["evidence_token_share"] + (1.0 - off_tokens)
+        if turn:
+            objective += cells["evidence_turn_in_block"]
     if not admissible.any():  # nothing keeps the evidence: the point that keeps it most often
         return int(np.argmax(sum(c["evidence_in_block"] for c in s.values())))
     objective[~admissible] = -np.inf
@@ -233,20 +240,22 @@ def _plain(cells: dict) -> dict:
     return {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v) for k, v in cells.items()}
 
 
-def report(questions: list[Question], grid: list[dict], out: dict[str, np.ndarray], today: dict) -> dict:
+def report(questions: list[Question], grid: list[dict], out: dict[str, np.ndarray], today: dict,
+           turn: bool = False) -> dict:
     everything = np.arange(len(questions))
-    j = fit(questions, everything, out, grid)
-    result: dict = {"grid": GRID, "allowance": ALLOWANCE, "today": today,
+    choose = functools.partial(fit, turn=turn)
+    j = choose(questions, everything, out, grid)
+    result: dict = {"grid": GRID, "allowance": ALLOWANCE, "today": today, "objective": "share + off-topic" + (" + evidence turn" if turn else ""),
                     "in_sample": {"params": grid[j], **{d: _plain(c) for d, c in scores(questions, everything, out, j).items()}}}
     cross = {}
     for test in [d for d in DATASETS if any(q.dataset == d for q in questions)]:
         train = np.array([i for i in everything if questions[i].dataset != test])
         held = np.array([i for i in everything if questions[i].dataset == test])
-        jt = fit(questions, train, out, grid)
+        jt = choose(questions, train, out, grid)
         cross[test] = {"params": grid[jt], **_plain(scores(questions, held, out, jt)[test])}
     result["cross_dataset"] = cross
     fold = np.array([fold_of(q.row) for q in questions])
-    chosen = [fit(questions, everything[fold != k], out, grid) for k in range(FOLDS)]
+    chosen = [choose(questions, everything[fold != k], out, grid) for k in range(FOLDS)]
     pooled: dict[str, dict] = {}
     for d in [d for d in DATASETS if any(q.dataset == d for q in questions)]:
         # Each question scored under its own fold's fit, pooled over the folds.

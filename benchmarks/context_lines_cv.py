@@ -2,7 +2,7 @@
 
     python benchmarks/context_trim_cv.py capture locomo ../shared/data/locomo_dev.json.gz /tmp/locomo.pkl --stride 2
     python benchmarks/context_trim_cv.py capture longmemeval ../shared/data/longmemeval_s_dev.json.gz /tmp/lme.pkl --stride 3
-    python benchmarks/context_lines_cv.py /tmp/locomo.pkl /tmp/lme.pkl --out benchmarks/results/context/lines_cv.json
+    python benchmarks/context_lines_cv.py /tmp/locomo.pkl /tmp/lme.pkl --turn --out benchmarks/results/context/lines_cv.json
 
 The captures are ``context_trim_cv.py``'s: per question, the memories the block is built from before
 the cut. This replays the block exactly: the shipped cut (``vestige.read.cut``, as the library
@@ -12,8 +12,10 @@ in ``<capture>.lines.pkl``: a second fit embeds nothing), scored by the benchmar
 ``block_cells``. Admissibility and objective are ``benchmarks/context_cv.py``'s (evidence in the
 block at least the ranking's top 5 less one point on each training set, else at least the shipped
 block's; objective: the evidence share of tokens plus one less the off-topic tokens over the
-budget); the evidence *turn* in the block is reported beside, not fitted. In sample, cross-dataset
-and 5-fold (``context_cv.report``).
+budget). With ``--turn`` (the fit the library ships) the evidence *turn* in the block counts in the
+objective too: a trim that keeps the session but not the turn that answers has not kept the
+evidence; without it the turn is reported beside (``lines_cv_share.json``). In sample,
+cross-dataset and 5-fold (``context_cv.report``).
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from vestige.embed import get_embedder
 from vestige.read.cut import CutParams
 from vestige.read.lines import LinesParams
 
-GRID = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest=m, min_line_cosine=c, context=0)
-        for w, r, m, c in itertools.product((-1.0, 0.3, 0.35, 0.4, 0.45, 0.5), (1, 2), (2, 3, 4, 6, 0), (-1.0, 0.3))]
+GRID = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest=m, min_line_cosine=c, context=0, after=a)
+        for w, r, m, c, a in itertools.product((-1.0, 0.3, 0.35, 0.4, 0.45, 0.5), (1, 2), (2, 3, 4, 6, 0), (-1.0, 0.3), (0, 1))]
 
 
 def grid_points() -> list[dict]:
@@ -102,7 +104,7 @@ def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
     return questions, rows
 
 
-def fit(paths: list[Path], out_path: Path) -> None:
+def fit(paths: list[Path], out_path: Path, turn: bool = False) -> None:
     questions, rows = replayed(paths, outcomes)
     grid = grid_points()
     out = matrices(questions, rows, grid)
@@ -117,7 +119,7 @@ def fit(paths: list[Path], out_path: Path) -> None:
                      "offtopic_tokens_median": float(np.median(out["served"][off, 0])),
                      "personal_tokens_median": float(np.median(out["served"][personal, 0]))}
     result = {"command": " ".join(["python", *sys.argv]), "captures": [str(p) for p in paths],
-              "grid_size": len(grid), **report(questions, grid, out, before)}
+              "grid_size": len(grid), **report(questions, grid, out, before, turn)}
     result["grid"] = {"cut": asdict(CutParams()), "lines": [asdict(p) for p in GRID]}
     out_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(json.dumps({k: result[k] for k in ("today", "in_sample", "cross_dataset")}, indent=1, default=str))
@@ -128,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("captures", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/context/lines_cv.json"))
+    parser.add_argument("--turn", action="store_true",
+                        help="count the evidence turn in the block in the objective, beside the share")
     args = parser.parse_args(argv)
-    fit(args.captures, args.out)
+    fit(args.captures, args.out, args.turn)
     return 0
 
 

@@ -70,12 +70,13 @@ TRIM_UNMATCHED_MIN_COSINE = -1.0  # off: 0.25 fits the dev sets best but empties
 # Lines by meaning (vestige.read.lines): the best memory shown whole when its cosine reaches
 # LINES_FIRST_WHOLE_COSINE, else by its LINES_FIRST_LINES lines closest in meaning to the question;
 # at most LINES_MAX_REST memories below it, each by its LINES_REST_LINES closest lines when one reaches
-# LINES_MIN_LINE_COSINE (MiniLM's scale), LINES_CONTEXT lines either side. An option
-# (Memory.context(trim="lines")), after the cut above; fitted by benchmarks/context_lines_cv.py on
-# blocks replayed exactly on both dev sets (lines_cv.json). Off by default: it holds the evidence session
-# more often (LoCoMo 0.908 -> 0.937) in fewer tokens (share 0.31 -> 0.54) but shows the answer turn
-# less often (0.905 -> 0.736), and embeds every line it considers (19x the block's time).
-LINES_FIRST_WHOLE_COSINE = 0.4
+# LINES_MIN_LINE_COSINE (MiniLM's scale), LINES_CONTEXT lines either side and LINES_AFTER after a
+# line that asks. An option (Memory.context(trim="lines")), after the cut above; fitted by
+# benchmarks/context_lines_cv.py --turn on blocks replayed exactly on both dev sets (lines_cv.json:
+# the evidence share, the off-topic tokens and the evidence turn in the objective). Off by default:
+# it holds the evidence session more often in fewer tokens, but shows the answer turn less often
+# than whole passages do (see BENCHMARKS.md, "Lines by meaning").
+LINES_FIRST_WHOLE_COSINE = 0.3
 LINES_FIRST_LINES = 3
 LINES_REST_LINES = 1
 LINES_MAX_REST = 4
