@@ -214,10 +214,11 @@ def scores(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray
 
 
 def fit(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray], grid: list[dict],
-        turn: bool = False) -> int:
+        turn: bool = False, keep_turn: bool = False) -> int:
     """The grid point the objective prefers on the questions ``idx``. ``turn``: the evidence turn in
     the block counts in the objective beside the share (a trim that shows lines can lose the answer
-    turn while it keeps the session)."""
+    turn while it keeps the session). ``keep_turn``: admissible points also show the evidence turn
+    at least as often as the shipped block does (``today["turn"]``), less ``ALLOWANCE``."""
     s = scores(questions, idx, out, slice(None))
     admissible = np.ones(len(grid), dtype=bool)
     objective = np.zeros(len(grid))
@@ -226,6 +227,10 @@ def fit(questions: list[Question], idx: np.ndarray, out: dict[str, np.ndarray], 
                          if questions[i].dataset == d and questions[i].kind not in OFFTOPIC])
         reach = cells["evidence_in_block"] >= cells["ranking_top5"] - ALLOWANCE - 1e-12
         admissible &= reach if reach.any() else cells["evidence_in_block"] >= today - 1e-12
+        if keep_turn:
+            shipped_turn = np.mean([questions[i].today["turn"] for i in idx
+                                    if questions[i].dataset == d and questions[i].kind not in OFFTOPIC])
+            admissible &= cells["evidence_turn_in_block"] >= shipped_turn - ALLOWANCE - 1e-12
         off_tokens = np.nan_to_num(cells["offtopic_tokens_mean"]) / settings.CONTEXT_BUDGET_TOKENS
         objective += cells["evidence_token_share"] + (1.0 - off_tokens)
         if turn:
@@ -241,11 +246,13 @@ def _plain(cells: dict) -> dict:
 
 
 def report(questions: list[Question], grid: list[dict], out: dict[str, np.ndarray], today: dict,
-           turn: bool = False) -> dict:
+           turn: bool = False, keep_turn: bool = False) -> dict:
     everything = np.arange(len(questions))
-    choose = functools.partial(fit, turn=turn)
+    choose = functools.partial(fit, turn=turn, keep_turn=keep_turn)
     j = choose(questions, everything, out, grid)
     result: dict = {"grid": GRID, "allowance": ALLOWANCE, "today": today, "objective": "share + off-topic" + (" + evidence turn" if turn else ""),
+                    "admissible": "evidence >= top 5 less the allowance" + (
+                        "; evidence turn >= the shipped block's less the allowance" if keep_turn else ""),
                     "in_sample": {"params": grid[j], **{d: _plain(c) for d, c in scores(questions, everything, out, j).items()}}}
     cross = {}
     for test in [d for d in DATASETS if any(q.dataset == d for q in questions)]:

@@ -41,8 +41,15 @@ from vestige.embed import get_embedder
 from vestige.read.cut import CutParams
 from vestige.read.lines import LinesParams
 
-GRID = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest=m, min_line_cosine=c, context=0, after=a)
-        for w, r, m, c, a in itertools.product((-1.0, 0.3, 0.35, 0.4, 0.45, 0.5), (1, 2), (2, 3, 4, 6, 0), (-1.0, 0.3), (0, 1))]
+# Lines: the best memory whole (or by its lines), the memories below it by their closest lines.
+LINES = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest=m, min_line_cosine=c, context=0, after=a)
+         for w, r, m, c, a in itertools.product((-1.0, 0.3, 0.35, 0.4, 0.45, 0.5), (1, 2), (2, 3, 4, 6, 0), (-1.0, 0.3), (0, 1))]
+# Passages and pointers: the best 2-4 memories by their passages, as the shipped block shows them,
+# the memories below them by their closest line (a pointer to what the budget would leave out).
+POINTERS = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=1, max_rest=m, min_line_cosine=c, context=0,
+                        after=a, whole=n)
+            for n, w, m, c, a in itertools.product((2, 3, 4), (-1.0, 0.3), (3, 4, 5, 6, 8), (-1.0, 0.3), (0, 1))]
+GRID = LINES + POINTERS
 
 
 def grid_points() -> list[dict]:
@@ -70,13 +77,28 @@ class LineVectors:
         self.path.write_bytes(pickle.dumps(self.vectors))
 
 
+def _key(point: dict) -> str:
+    return json.dumps(point, sort_keys=True)
+
+
 def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
-    """Every question of one capture under every grid point."""
+    """Every question of one capture under every grid point. The cells are kept per point next to
+    the capture (``<capture>.lines-outcomes.pkl``): a grid that grows computes its new points only."""
     done = path.with_suffix(".lines-outcomes.pkl")
-    if done.exists():
-        saved = pickle.loads(done.read_bytes())
-        if saved["grid"] == grid_points():
-            return saved["questions"], saved["rows"]
+    saved = pickle.loads(done.read_bytes()) if done.exists() else {"questions": None, "points": {}}
+    grid = grid_points()
+    todo = [g for g in grid if _key(g) not in saved["points"]]
+    if todo:
+        questions, computed = _replay(path, [g["trim"] for g in todo])
+        saved["questions"] = questions
+        saved["points"].update({_key(g): column for g, column in zip(todo, computed)})
+        done.write_bytes(pickle.dumps(saved))
+    columns = [saved["points"][_key(g)] for g in grid]
+    return saved["questions"], [list(row) for row in zip(*columns)]
+
+
+def _replay(path: Path, trims: list[dict | None]) -> tuple[list[Replayed], list[list[dict]]]:
+    """The benchmark's cells of every question of a capture under each trim (one column a trim)."""
     cap = pickle.loads(path.read_bytes())
     vectors = LineVectors(path.with_suffix(".lines.pkl"))
     count = functools.lru_cache(maxsize=None)(vectors.embedder.count_tokens)
@@ -84,27 +106,25 @@ def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
     with open(RANKING / d / "default" / "rows.jsonl") as f:
         top5 = {r["id"]: r["metrics"]["r_any@5"] for r in map(json.loads, f)}
     keep = [r for r in cap["records"] if r["kind"] in OFF or (r["q"].gold and (d == "locomo" or not r["q"].abstention))]
-    questions, rows = [], []
+    params = [None if t is None else LinesParams(**t) for t in trims]
+    questions, columns = [], [[] for _ in trims]
     for n, record in enumerate(keep):
         questions.append(Replayed(d, record, top5.get(record["q"].qid)))
         hits = cut_hits(record, CutParams())
         question = vectors([record["q"].text])[0]
         cosines = lambda lines: vectors(list(lines)) @ question if lines else np.zeros(0)  # noqa: E731
-        per_point = []
-        for trim in [None, *GRID]:
+        for column, trim in zip(columns, params):
             block = build_context(hits, count, terms=record["terms"], notes=record["notes"], trim=trim,
                                   line_cosines=cosines)
-            per_point.append(block_cells(block, record["q"], cap["sessions"], cap["dates"]))
-        rows.append(per_point)
+            column.append(block_cells(block, record["q"], cap["sessions"], cap["dates"]))
         if n % 100 == 0:
             print(d, n, len(keep), flush=True)
             vectors.save()
     vectors.save()
-    done.write_bytes(pickle.dumps({"grid": grid_points(), "questions": questions, "rows": rows}))
-    return questions, rows
+    return questions, columns
 
 
-def fit(paths: list[Path], out_path: Path, turn: bool = False) -> None:
+def fit(paths: list[Path], out_path: Path, turn: bool = False, keep_turn: bool = False) -> None:
     questions, rows = replayed(paths, outcomes)
     grid = grid_points()
     out = matrices(questions, rows, grid)
@@ -119,8 +139,9 @@ def fit(paths: list[Path], out_path: Path, turn: bool = False) -> None:
                      "offtopic_tokens_median": float(np.median(out["served"][off, 0])),
                      "personal_tokens_median": float(np.median(out["served"][personal, 0]))}
     result = {"command": " ".join(["python", *sys.argv]), "captures": [str(p) for p in paths],
-              "grid_size": len(grid), **report(questions, grid, out, before, turn)}
-    result["grid"] = {"cut": asdict(CutParams()), "lines": [asdict(p) for p in GRID]}
+              "grid_size": len(grid), **report(questions, grid, out, before, turn, keep_turn)}
+    result["grid"] = {"cut": asdict(CutParams()), "lines": [asdict(p) for p in LINES],
+                      "pointers": [asdict(p) for p in POINTERS]}
     out_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(json.dumps({k: result[k] for k in ("today", "in_sample", "cross_dataset")}, indent=1, default=str))
     print(json.dumps(result["five_fold"], indent=1, default=str))
@@ -132,8 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/context/lines_cv.json"))
     parser.add_argument("--turn", action="store_true",
                         help="count the evidence turn in the block in the objective, beside the share")
+    parser.add_argument("--keep-turn", action="store_true",
+                        help="admit only points that show the evidence turn as often as the shipped block, less a point")
     args = parser.parse_args(argv)
-    fit(args.captures, args.out, args.turn)
+    fit(args.captures, args.out, args.turn, args.keep_turn)
     return 0
 
 

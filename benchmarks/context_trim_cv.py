@@ -154,7 +154,7 @@ def matrices(questions: list[Replayed], rows: list[list[dict]], grid: list[dict]
             out["memories"][i, j] = c["n_memories"]
     shipped = grid.index({"cut": asdict(CutParams()), "trim": None})
     for i, q in enumerate(questions):
-        q.today = {"evidence": out["evidence"][i, shipped]}
+        q.today = {"evidence": out["evidence"][i, shipped], "turn": out["turn"][i, shipped]}
     return out
 
 

@@ -151,3 +151,15 @@ def test_a_memory_embeds_a_line_once_across_questions():
     assert embedded == 2 and m._line_vectors.embedded == embedded  # the second question embeds no line
     assert "Miso" in str(first) and "Miso" in str(again)
     m.close()
+
+
+def test_the_best_memories_keep_their_passages_and_the_rest_become_pointers():
+    hits = [_hit(f"s{n}", ["\n".join(CHAT)], dense=0.5) for n in range(4)]
+    shown = by_meaning(hits, cosines, LinesParams(0.4, 3, 1, max_rest=3, min_line_cosine=0.3, whole=2))
+    assert [s[0] is h and not s[1] for s, h in zip(shown[:2], hits)] == [True, True]  # passages, as given
+    assert all(s[1] and s[0].passages == [CHAT[2]] for s in shown[2:])  # each by its closest line
+    low = [_hit("s0", ["\n".join(CHAT)], dense=0.1)] + hits[1:]
+    first = by_meaning(low, cosines, LinesParams(0.4, 2, 1, max_rest=3, min_line_cosine=0.3, whole=2))[0]
+    assert first[1] and first[0].passages == ["\n".join(CHAT[2:4])]  # the first still needs its cosine
+    with pytest.raises(ValueError, match="whole"):
+        LinesParams(whole=-1)

@@ -29,6 +29,7 @@ from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
+from .read.lines import NAMED as NAMED_LINES
 from .read.lines import LinesParams, LineVectors
 from .read.trim import TrimParams
 from .read.floor import Floor
@@ -588,17 +589,20 @@ class Memory:
         memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
         its passages whole; "auto": settings.TRIM's default, off, where the cut applies; a
         ``TrimParams()``: the fitted trimming; "lines" or a ``LinesParams``: each memory by its
-        lines closest in meaning, ``vestige.read.lines``, one embedding per line considered)."""
+        lines closest in meaning, ``vestige.read.lines``, one embedding per line considered;
+        "pointers": the best memories by their passages, the next ones by their closest line)."""
         budget = check_options(budget_tokens, order)
         if isinstance(trim, str):
-            if trim not in ("auto", "lines"):
-                raise InvalidInput(f"trim must be 'auto', 'lines', None, TrimParams or LinesParams, got {shown(trim)}")
-            if trim == "lines":
-                trim = LinesParams()
+            if trim not in ("auto", *NAMED_LINES):
+                raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', None, TrimParams or LinesParams, "
+                                   f"got {shown(trim)}")
+            if trim in NAMED_LINES:
+                trim = NAMED_LINES[trim]
             else:
                 trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
         elif trim is not None and not isinstance(trim, (TrimParams, LinesParams)):
-            raise InvalidInput(f"trim must be 'auto', 'lines', None, TrimParams or LinesParams, got {shown(trim)}")
+            raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', None, TrimParams or LinesParams, "
+                               f"got {shown(trim)}")
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
             or not 0.0 <= relative_cut <= 1.0

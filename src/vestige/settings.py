@@ -83,5 +83,14 @@ LINES_MAX_REST = 4
 LINES_MIN_LINE_COSINE = 0.3
 LINES_CONTEXT = 0
 LINES_AFTER = 0
+LINES_WHOLE = 1
+# Passages and pointers (Memory.context(trim="pointers")): the best POINTERS_WHOLE memories shown by
+# their passages as the budget allows, the memories below them, down to place POINTERS_MAX_REST, by
+# their one closest line when it reaches POINTERS_MIN_LINE_COSINE. Fitted by
+# benchmarks/context_lines_cv.py --turn --keep-turn (lines_cv_keep.json: points that show the
+# evidence turn as often as the shipped block, less a point).
+POINTERS_WHOLE = 3
+POINTERS_MAX_REST = 5
+POINTERS_MIN_LINE_COSINE = 0.3
 # Line vectors a memory keeps for that trim (MiniLM: 1.5 KB each, so 20,000 lines hold about 30 MB).
 LINES_CACHE_LINES = 20_000

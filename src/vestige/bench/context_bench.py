@@ -43,7 +43,7 @@ from ..context import DEFAULT_TRIM, ContextBlock, format_snippet
 from ..ingest import load_json_records, longmemeval_sessions
 from ..memory import Memory
 from ..read.cut import CutParams
-from ..read.lines import LinesParams
+from ..read.lines import NAMED as NAMED_LINES
 from ..types import Hit, Message
 from ..write.validate import FactInput, SessionInput
 from .configs import BenchConfig
@@ -358,7 +358,8 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
                 cut: CutParams | None = None, qtype: str | None = None, trim: str = "auto") -> dict[str, Any]:
     """One context run into ``out``: rows, candidates, summary, config.json (the manifest).
     ``cut``: the cut's parameters to measure (default: the library's); ``trim``: Memory.context's
-    ("auto": the library's default; "lines": by meaning; "none": whole passages)."""
+    ("auto": the library's default; "lines": by meaning; "pointers": the best memories whole, the next by
+    their closest line; "none": whole passages)."""
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     version = code_version()
     t0 = time.perf_counter()
@@ -412,8 +413,8 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
 
 def _trim_meta(trim: str) -> dict[str, Any] | None:
     """The trim a run measured, with its parameters (the manifest says what was served)."""
-    if trim == "lines":
-        return {"by": "lines", **asdict(LinesParams())}
+    if trim in NAMED_LINES:
+        return {"by": trim, **asdict(NAMED_LINES[trim])}
     if trim == "auto" and DEFAULT_TRIM is not None:
         return {"by": "terms", **asdict(DEFAULT_TRIM)}
     return None

@@ -48,14 +48,24 @@ class LinesParams:
     min_line_cosine: float = settings.LINES_MIN_LINE_COSINE  # a line below this is not shown (but the first's best)
     context: int = settings.LINES_CONTEXT  # lines kept either side of a chosen line
     after: int = settings.LINES_AFTER  # lines kept after a chosen line besides: the reply to a line that asks
+    whole: int = settings.LINES_WHOLE  # memories at the top shown by their passages (the first: as above)
 
     def __post_init__(self) -> None:
-        for name in ("first_lines", "rest_lines", "max_rest", "context", "after"):
+        for name in ("first_lines", "rest_lines", "max_rest", "context", "after", "whole"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
         if self.first_lines < 1 or self.rest_lines < 1:
             raise ValueError("first_lines and rest_lines must be at least 1")
+
+
+#: Passages and pointers: the best memories as the budget shows them, the next ones by their closest line.
+POINTERS = LinesParams(first_whole_cosine=-1.0, rest_lines=1, max_rest=settings.POINTERS_MAX_REST,
+                       min_line_cosine=settings.POINTERS_MIN_LINE_COSINE, context=0, after=0,
+                       whole=settings.POINTERS_WHOLE)
+
+#: The named ways to show the block's memories by their lines (Memory.context's ``trim``).
+NAMED = {"lines": LinesParams(), "pointers": POINTERS}
 
 
 def shown_whole(hit: Hit, params: LinesParams) -> bool:
@@ -126,7 +136,8 @@ def by_meaning(hits: Sequence[Hit], cosines: LineCosines,
     """Per memory (best first): as the block may show it and whether it was trimmed, or None when
     it is left out (below the first: past ``max_rest``, or no line close enough)."""
     considered = [place for place in range(len(hits)) if not params.max_rest or place <= params.max_rest]
-    trimmed = [place for place in considered if not (place == 0 and shown_whole(hits[0], params))]
+    trimmed = [place for place in considered
+               if not (place == 0 and shown_whole(hits[0], params)) and not 0 < place < params.whole]
     lines = {place: [lines_of(p) for p in (hits[place].passages or [hits[place].text])] for place in trimmed}
     flat = [(place, p, n) for place in trimmed for p, passage in enumerate(lines[place]) for n in range(len(passage))]
     scores = np.asarray(cosines([lines[place][p][n] for place, p, n in flat]), dtype=np.float64) if flat else np.zeros(0)

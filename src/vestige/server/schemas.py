@@ -119,9 +119,10 @@ class ContextIn(Strict):
     k: int = Field(default=settings.CONTEXT_K, ge=1, le=MAX_K)
     order: Literal["date", "relevance"] = "date"
     explain: bool = Field(default=False, description="Say why each memory was chosen and what each stage left out.")
-    trim: Literal["auto", "lines", "none"] = Field(
+    trim: Literal["auto", "lines", "pointers", "none"] = Field(
         default="auto", description="How each memory is shown: the default (auto), by its lines closest in meaning "
-        "to the question (lines: a pointer for each runner-up, one embedding per line), or whole (none).")
+        "to the question (lines: a pointer for each runner-up, one embedding per line), the best memories whole "
+        "and a pointer line for the next ones (pointers), or whole (none).")
 
     _messages = field_validator("messages")(_check_chat)
 
