@@ -7,10 +7,10 @@ shipped block, side by side in one run (issue 26; not a test).
 Each haystack's memory is built as the context benchmark builds it (``ContextRunner``: the
 library's defaults, the lab's embedding cache for the stored chunks); every question is asked with
 both settings in turn, the order alternating from question to question, so load on a shared machine
-hits both alike. Lines by meaning is timed twice: ``lines`` as a running agent or server has it
-(the memory keeps the vectors of lines it has embedded, ``read.lines.LineVectors``, so a line
-shown for an earlier question is not embedded again) and ``lines_cold`` with that cache emptied
-before every question (a one-shot CLI call). Reported: each setting's p50 and p90 in ms, their
+hits both alike. Each way of showing memories by their lines (``lines``, ``pointers``) is timed twice: as a running
+agent or server has it (the memory keeps the vectors of lines it has embedded,
+``read.lines.LineVectors``, so a line shown for an earlier question is not embedded again) and,
+``*_cold``, with that cache emptied before every question (a one-shot CLI call). Reported: each setting's p50 and p90 in ms, their
 ratios to the shipped block, and the lines embedded per block in each.
 """
 
@@ -28,7 +28,7 @@ from vestige.bench.context_bench import ContextHaystack, ContextRunner
 from vestige.bench.runner import APP, LOADERS
 from vestige.read.lines import LineVectors
 
-SETTINGS = {"shipped": "auto", "lines": "lines", "lines_cold": "lines"}
+SETTINGS = {"shipped": "auto", "lines": "lines", "lines_cold": "lines", "pointers": "pointers", "pointers_cold": "pointers"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,23 +43,23 @@ def main(argv: list[str] | None = None) -> int:
     prepared = runner.base._prepare(haystacks)
     runner.base._embed_missing(prepared)
     times: dict[str, list[float]] = {name: [] for name in SETTINGS}
-    embedded: dict[str, list[int]] = {"lines": [], "lines_cold": []}
+    embedded: dict[str, list[int]] = {name: [] for name in SETTINGS if name != "shipped"}
     for hay in haystacks:
         memory = runner.memory(hay, prepared[hay.unit])
         memory.context(hay.questions[0].text, app=APP, trim="lines")  # warm-up (the model, not the lines)
-        memory._line_vectors = LineVectors(memory.embedder.embed)
-        kept = memory._line_vectors
+        kept = {name: LineVectors(memory.embedder.embed) for name in embedded}
         for n, q in enumerate(hay.questions):
             order = list(SETTINGS.items()) if n % 2 == 0 else list(SETTINGS.items())[::-1]
             for name, trim in order:
-                memory._line_vectors = LineVectors(memory.embedder.embed) if name == "lines_cold" else kept
+                if name.endswith("_cold"):
+                    kept[name] = LineVectors(memory.embedder.embed)
+                memory._line_vectors = kept.get(name, memory._line_vectors)
                 before = memory._line_vectors.embedded
                 t0 = time.perf_counter()
                 memory.context(q.text, app=APP, now=q.date, trim=trim)
                 times[name].append((time.perf_counter() - t0) * 1000)
                 if name in embedded:
                     embedded[name].append(memory._line_vectors.embedded - before)
-            memory._line_vectors = kept
         memory.close()
     runner.close()
 
