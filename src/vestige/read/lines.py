@@ -10,14 +10,16 @@ own cosine says it is clearly about the question (``first_whole_cosine``), else 
 ``first_lines`` best lines. Each memory below it is shown by its ``rest_lines`` best lines
 (``context`` lines either side; after a line that asks, ``after`` lines more: the closest line is
 often the question, and the answer is the turn after it), when one reaches ``min_line_cosine``,
-else left out; at most
-``max_rest`` of them (0: all), so a runner-up is a pointer, not a page. Nothing here empties a
-block: the first memory keeps at least its best line (the floor and the cut decide emptiness).
+else left out; at most ``max_rest`` of them (0: all), so a runner-up is a pointer, not a page.
+With ``whole`` above 1 the memories below the first, up to that place, keep their passages too:
+``POINTERS`` is the shipped block (the best memories as the budget shows them) plus a pointer line
+for the next ones, which that budget would leave out. Nothing here empties a block: the first
+memory keeps at least its best line (the floor and the cut decide emptiness).
 
 The cost is one embedding per line considered, at query time, once: a memory keeps the vectors of
 the lines it has embedded (``LineVectors``, bounded), so a line shown again costs a lookup; off by
-default (``Memory.context(trim="lines")``). The parameters are fitted on both dev sets by
-``benchmarks/context_lines_cv.py`` (``vestige.settings``: LINES_*).
+default (``Memory.context(trim="lines")`` or ``"pointers"``). The parameters are fitted on both dev
+sets by ``benchmarks/context_lines_cv.py`` (``vestige.settings``: LINES_*, POINTERS_*).
 """
 
 from __future__ import annotations
