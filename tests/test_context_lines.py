@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 
@@ -94,6 +96,8 @@ def test_memory_context_by_meaning_end_to_end():
                                                                   max_rest=4, min_line_cosine=-1.0))
     assert "cedar boards" in str(plain) and "Miso hid under the porch" in str(lines)
     assert "cedar boards" not in str(lines)
+    pointers = m.context("Where did my cat hide?", trim="pointers")
+    assert "Miso hid under the porch" in str(pointers) and "trim" in [r.stage for r in pointers.trace]
     with pytest.raises(InvalidInput, match="trim must be"):
         m.context("Where did my cat hide?", trim="meaning")
     with pytest.raises(ValueError, match="at least 1"):
@@ -163,3 +167,12 @@ def test_the_best_memories_keep_their_passages_and_the_rest_become_pointers():
     assert first[1] and first[0].passages == ["\n".join(CHAT[2:4])]  # the first still needs its cosine
     with pytest.raises(ValueError, match="whole"):
         LinesParams(whole=-1)
+
+
+def test_a_context_run_records_the_lines_it_was_served_by():
+    from vestige.bench.context_bench import _trim_meta
+    from vestige.read.lines import POINTERS
+
+    assert _trim_meta("lines") == {"by": "lines", **asdict(LinesParams())}
+    assert _trim_meta("pointers")["by"] == "pointers" and _trim_meta("pointers")["whole"] == POINTERS.whole > 1
+    assert _trim_meta("none") is None

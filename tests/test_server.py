@@ -93,6 +93,8 @@ def test_every_endpoint_round_trip(server):
         r = c.post("/v1/apps/alpha/context", json={"query": "Which concerto?", "trim": "lines", "explain": True})
         assert r.status_code == 200 and "Elgar" in r.json()["context"]
         assert "trim" in [t["stage"] for t in r.json()["trace"]]
+        r = c.post("/v1/apps/alpha/context", json={"query": "Which concerto?", "trim": "pointers"})
+        assert r.status_code == 200 and "Elgar" in r.json()["context"]
         assert c.post("/v1/apps/alpha/context", json={"query": "Which concerto?", "trim": "words"}).status_code == 422
 
         chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Where do I live now?"}]
