@@ -87,7 +87,8 @@ def _commands(db: str, tmp: str) -> dict[str, list[str]]:
         "ingest": ["ingest", notes, "--app", "a", *hashed], "keys-create": ["keys", "create", "a"],
         "keys-list": ["keys", "list"], "keys-revoke": ["keys", "revoke", "1"], "list": ["list", "--app", "a"],
         "reindex": ["reindex", "--app", "a", *hashed], "restore": ["restore", db, "--force"],
-        "search": ["search", "cat", "--app", "a", *hashed], "show": ["show", "f1", "--app", "a"],
+        "search": ["search", "cat", "--app", "a", *hashed], "context": ["context", "cat", "--app", "a", *hashed],
+        "show": ["show", "f1", "--app", "a"],
         "stats": ["stats", *hashed],
     }
 

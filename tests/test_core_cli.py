@@ -26,7 +26,7 @@ def _walk(group: click.Group, prefix: tuple[str, ...] = ()):
 
 
 COMMANDS = list(_walk(main))
-CORE = {"ingest", "search", "stats", "doctor", "delete", "reindex"}
+CORE = {"ingest", "search", "context", "stats", "doctor", "delete", "reindex"}
 
 
 def test_core_commands_exist():
@@ -83,6 +83,20 @@ def test_round_trip(tmp_path):
     plain = _run("search", "Bianchi bicycle", *common, "--app", "me", "-k", "2")
     assert plain.exit_code == 0
     assert plain.stdout.startswith("1. [2024-03-03T10:00:00] s2") and "lexical #1" in plain.stdout
+
+    block = _run("context", "Bianchi bicycle", *common, "--app", "me")
+    assert block.exit_code == 0, block.output
+    assert "Bianchi" in block.stdout and "2024-03-03" in block.stdout and "past records" in block.stdout
+    shown = json.loads(_run("context", "Bianchi bicycle", *common, "--app", "me", "--json").stdout)
+    assert shown["snippets"][0]["session_id"] and shown["n_tokens"] <= 1000 and "Bianchi" in shown["context"]
+    explained = _run("context", "Bianchi bicycle", *common, "--app", "me", "--explain", "--trim", "pointers")
+    assert explained.exit_code == 0 and "stages:" in explained.stdout and "trim" in explained.stdout
+    small = json.loads(_run("context", "Bianchi bicycle", *common, "--app", "me", "--json", "--budget", "120").stdout)
+    assert small["n_tokens"] <= 120
+    assert _run("context", "Bianchi bicycle", *common, "--app", "me", "--budget", "0").exit_code == 2
+    assert _run("context", "Bianchi", *common, "--app", "me", "--trim", "words").exit_code == 2
+    nobody = _run("context", "Bianchi", *common, "--app", "nobody")
+    assert nobody.exit_code == 0 and "nothing relevant" in nobody.stdout and "holds no memory" in nobody.stderr
 
     stats = _run("stats", *common)
     assert stats.exit_code == 0

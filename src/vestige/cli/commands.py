@@ -1,4 +1,4 @@
-"""The core commands: ingest, search, stats, doctor, delete, reindex."""
+"""The core commands: ingest, search, context, stats, doctor, delete, reindex."""
 
 from __future__ import annotations
 
@@ -150,6 +150,42 @@ def search(
             click.echo(f"   {explain_line(hit)}")
     if explain:
         click.echo(explain_text(hits))
+
+
+@main.command()
+@click.argument("query")
+@db_option
+@app_option
+@embedder_option
+@click.option("--budget", "budget_tokens", type=click.IntRange(min=1, max=100_000),
+              default=settings.CONTEXT_BUDGET_TOKENS, show_default=True, help="Tokens the block may take, its frame included.")
+@click.option("--previous", help="The previous turn, for a follow-up question.")
+@click.option("--now", help="When the question is asked (ISO date; default: now), for 'last Sunday' and such.")
+@click.option("--trim", type=click.Choice(["auto", "lines", "pointers", "none"]), default="auto", show_default=True,
+              help="How each memory is shown: the default (auto), by its lines closest in meaning (lines), the best "
+              "memories whole and a pointer line for the next (pointers), or whole (none).")
+@click.option("--json", "as_json", is_flag=True, help="Print the block with its snippets' sources, notes and trace as JSON.")
+@click.option("--explain", is_flag=True, help="After the block, say what each stage kept and what it left out, and why.")
+@fail_cleanly
+def context(
+    query: str, db: str | None, app: str, embedder: str | None, budget_tokens: int, previous: str | None,
+    now: str | None, trim: str, as_json: bool, explain: bool,
+) -> None:
+    """Print the context block an agent is given for QUERY: the memories that answer it, dated,
+    within the budget, and the rule that they are past records; nothing when nothing is relevant."""
+    from ..read.explain import explain_text
+
+    memory = open_memory(db, embedder)
+    block = memory.context(query, app=app, budget_tokens=budget_tokens, previous=previous, now=now, explain=explain,
+                           trim=None if trim == "none" else trim)
+    for note in block.notes:
+        click.echo(f"note: {note}", err=True)
+    if as_json:
+        click.echo(json.dumps(block.to_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(str(block) if block else "nothing relevant: the block is empty")
+    if explain:
+        click.echo(explain_text(block))
 
 
 def _snippet(text: str, query: str, width: int = 300) -> str:
