@@ -254,7 +254,8 @@ def test_cli_sync_bad_input_is_one_line(tmp_path, args, message):
 
 def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
     vault = _vault(tmp_path / "vault", 2)
-    env = {**os.environ, "PYTHONPATH": str(SRC), "VESTIGE_DB": ""}
+    # faulthandler: a watcher that does not stop is made to print where each of its threads is.
+    env = {**os.environ, "PYTHONPATH": str(SRC), "VESTIGE_DB": "", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "vestige.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
          "--embedder", "hash", "--app", "t", "--watch", "--poll", "0.1"],
@@ -268,7 +269,12 @@ def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
         _lines_until(stderr, "changed d0/n0.md", 5)
         assert time.monotonic() - start < 5, "an edit is picked up within 5 s"
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler dumps every thread's stack to stderr
+            proc.wait(timeout=30)
+            pytest.fail("Ctrl-C did not stop the watcher within 30 s; where it was:\n" + "".join(_drain(stderr)))
     finally:
         proc.kill()
     rest = "".join(_drain(stderr))
