@@ -284,6 +284,32 @@ def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
         assert "kingfisher" in mem.search("kingfisher", app="t", k=1)[0].text
 
 
+def test_ctrl_c_stops_the_watcher_even_when_it_was_started_with_ctrl_c_ignored(tmp_path):
+    # A parent (a test runner, a supervisor) may hand its child SIGINT ignored; --watch says
+    # "Ctrl-C stops", so the watcher takes Ctrl-C back while it watches.
+    vault = _vault(tmp_path / "vault", 1)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "VESTIGE_DB": "", "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vestige.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
+         "--embedder", "hash", "--app", "t", "--watch", "--poll", "0.1"],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        stderr = _read_lines(proc.stderr)
+        _lines_until(stderr, "watching ", 60)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(timeout=30)
+            pytest.fail("Ctrl-C did not stop the watcher within 30 s; where it was:\n" + "".join(_drain(stderr)))
+    finally:
+        proc.kill()
+    rest = "".join(_drain(stderr))
+    assert proc.returncode == 0 and "stopped watching" in rest and "Traceback" not in rest, rest
+
+
 def _lines_until(lines: "queue.Queue[str]", wanted: str, seconds: float) -> list[str]:
     """Lines of the queue until one holds ``wanted``; fails after ``seconds``."""
     seen: list[str] = []

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 
 import click
 
@@ -92,7 +94,20 @@ def _watch(memory, path: str, app: str, poll: float | None, as_json: bool, optio
     say = (lambda line: None) if as_json else _say
     if as_json:
         _say(f"watching {path} with {how_watched(poll)}; Ctrl-C stops")
+    stop = threading.Event()
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        # The event ends the loop at its next wait even where the interrupt is lost: started with
+        # Ctrl-C ignored (a parent's setting), or raised inside a library call that swallows it.
+        stop.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)  # the command runs in the main thread
     try:
-        watch(memory, path, app=app, poll=poll, say=say, on_sync=on_sync, **options)
+        watch(memory, path, app=app, poll=poll, say=say, on_sync=on_sync, stop=stop, **options)
     except KeyboardInterrupt:
-        _say("stopped watching")
+        pass
+    finally:
+        if previous is not None:  # None: a handler not set from Python, which cannot be put back
+            signal.signal(signal.SIGINT, previous)
+    _say("stopped watching")
