@@ -254,7 +254,6 @@ def test_cli_sync_bad_input_is_one_line(tmp_path, args, message):
 
 def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
     vault = _vault(tmp_path / "vault", 2)
-    # faulthandler: a watcher that does not stop is made to print where each of its threads is.
     env = {**os.environ, "PYTHONPATH": str(SRC), "VESTIGE_DB": "", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "vestige.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
@@ -268,13 +267,7 @@ def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
         start = time.monotonic()
         _lines_until(stderr, "changed d0/n0.md", 5)
         assert time.monotonic() - start < 5, "an edit is picked up within 5 s"
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGABRT)  # faulthandler dumps every thread's stack to stderr
-            proc.wait(timeout=30)
-            pytest.fail("Ctrl-C did not stop the watcher within 30 s; where it was:\n" + "".join(_drain(stderr)))
+        _ctrl_c(proc, stderr)
     finally:
         proc.kill()
     rest = "".join(_drain(stderr))
@@ -297,17 +290,23 @@ def test_ctrl_c_stops_the_watcher_even_when_it_was_started_with_ctrl_c_ignored(t
     try:
         stderr = _read_lines(proc.stderr)
         _lines_until(stderr, "watching ", 60)
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGABRT)
-            proc.wait(timeout=30)
-            pytest.fail("Ctrl-C did not stop the watcher within 30 s; where it was:\n" + "".join(_drain(stderr)))
+        _ctrl_c(proc, stderr)
     finally:
         proc.kill()
     rest = "".join(_drain(stderr))
     assert proc.returncode == 0 and "stopped watching" in rest and "Traceback" not in rest, rest
+
+
+def _ctrl_c(proc: subprocess.Popen, stderr: "queue.Queue[str]") -> None:
+    """Ctrl-C to a watcher started with PYTHONFAULTHANDLER=1; one still running 30 s later is made
+    to dump every thread's stack (SIGABRT), which the failure shows."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=30)
+        pytest.fail("Ctrl-C did not stop the watcher within 30 s; where it was:\n" + "".join(_drain(stderr)))
 
 
 def _lines_until(lines: "queue.Queue[str]", wanted: str, seconds: float) -> list[str]:
