@@ -96,6 +96,7 @@ def test_memory_context_by_meaning_end_to_end():
                                                                   max_rest=4, min_line_cosine=-1.0))
     assert "cedar boards" in str(plain) and "Miso hid under the porch" in str(lines)
     assert "cedar boards" not in str(lines)
+    assert str(m.context("Where did my cat hide?", trim="none")) == str(plain)  # the name for None
     pointers = m.context("Where did my cat hide?", trim="pointers")
     assert "Miso hid under the porch" in str(pointers) and "trim" in [r.stage for r in pointers.trace]
     with pytest.raises(InvalidInput, match="trim must be"):

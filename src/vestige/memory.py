@@ -30,7 +30,8 @@ from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
 from .read.lines import NAMED as NAMED_LINES
-from .read.lines import LinesParams, LineVectors
+from .read.lines import TRIM_NAMES
+from .read.lines import LinesParams, LineVectors, unit_rows
 from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search,
@@ -587,22 +588,24 @@ class Memory:
         score (the cut before this one; None: not applied, nor when the scores are not on one
         scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
         memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
-        its passages whole; "auto": settings.TRIM's default, off, where the cut applies; a
+        its passages whole, as does "none"; "auto": settings.TRIM's default, off, where the cut applies; a
         ``TrimParams()``: the fitted trimming; "lines" or a ``LinesParams``: each memory by its
         lines closest in meaning, ``vestige.read.lines``, one embedding per line considered;
         "pointers": the best memories by their passages, the next ones by their closest line)."""
         budget = check_options(budget_tokens, order)
         if isinstance(trim, str):
-            if trim not in ("auto", *NAMED_LINES):
-                raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', None, TrimParams or LinesParams, "
-                                   f"got {shown(trim)}")
+            if trim not in TRIM_NAMES:
+                raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', 'none', None, TrimParams or "
+                                   f"LinesParams, got {shown(trim)}")
             if trim in NAMED_LINES:
                 trim = NAMED_LINES[trim]
+            elif trim == "none":
+                trim = None
             else:
                 trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
         elif trim is not None and not isinstance(trim, (TrimParams, LinesParams)):
-            raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', None, TrimParams or LinesParams, "
-                               f"got {shown(trim)}")
+            raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', 'none', None, TrimParams or "
+                               f"LinesParams, got {shown(trim)}")
         if relative_cut is not None and (
             isinstance(relative_cut, bool) or not isinstance(relative_cut, (int, float))
             or not 0.0 <= relative_cut <= 1.0
@@ -627,11 +630,7 @@ class Memory:
 
     def _line_cosines(self, query: str) -> Callable[[Sequence[str]], np.ndarray]:
         """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim)."""
-        def unit(vectors: np.ndarray) -> np.ndarray:
-            vectors = np.asarray(vectors, dtype=np.float32)
-            return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-
-        question = unit(self.embedder.embed_query([query]))[0]
+        question = unit_rows(self.embedder.embed_query([query]))[0]
         vectors = self._line_vectors
         return lambda lines: vectors(list(lines)) @ question if lines else np.zeros(0)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .. import settings
+from ..read.lines import TRIM_NAMES
 from .configs import CONFIGS
 
 
@@ -50,7 +51,7 @@ def _cut_option(fn):
 
 
 def _trim_option(fn):
-    return click.option("--trim", type=click.Choice(["auto", "lines", "pointers", "none"]), default="auto", show_default=True,
+    return click.option("--trim", type=click.Choice(TRIM_NAMES), default="auto", show_default=True,
                         help="With --context: how each memory is shown: the library's default (auto), by its lines "
                         "closest in meaning to the question (lines, vestige.read.lines), the best memories whole and the next by "
                         "their closest line (pointers), or whole (none).")(fn)

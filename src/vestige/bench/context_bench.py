@@ -243,7 +243,7 @@ class ContextRunner:
         self.base = Runner(config, embedder, cache_path, progress, threads)  # chunking + embedding cache
         self.progress = progress
         self.cut = cut  # None: the library's default cut ("auto")
-        self.trim: str | None = None if trim == "none" else trim  # Memory.context's trim ("auto": the library's)
+        self.trim = trim  # Memory.context's trim ("auto": the library's)
 
     def close(self) -> None:
         self.base.close()

@@ -10,6 +10,7 @@ import click
 
 from .. import settings
 from ..importers import FORMATS, IMPORTERS
+from ..read.lines import TRIM_NAMES
 from .options import app_option, db_option, embedder_option, fail_cleanly, open_memory, plan_option
 from .reading import exclude_option, max_bytes_option, say_kept_newer, say_skipped
 from .progress import Progress
@@ -161,7 +162,7 @@ def search(
               default=settings.CONTEXT_BUDGET_TOKENS, show_default=True, help="Tokens the block may take, its frame included.")
 @click.option("--previous", help="The previous turn, for a follow-up question.")
 @click.option("--now", help="When the question is asked (ISO date; default: now), for 'last Sunday' and such.")
-@click.option("--trim", type=click.Choice(["auto", "lines", "pointers", "none"]), default="auto", show_default=True,
+@click.option("--trim", type=click.Choice(TRIM_NAMES), default="auto", show_default=True,
               help="How each memory is shown: the default (auto), by its lines closest in meaning (lines), the best "
               "memories whole and a pointer line for the next (pointers), or whole (none).")
 @click.option("--json", "as_json", is_flag=True, help="Print the block with its snippets' sources, notes and trace as JSON.")
@@ -177,7 +178,7 @@ def context(
 
     memory = open_memory(db, embedder)
     block = memory.context(query, app=app, budget_tokens=budget_tokens, previous=previous, now=now, explain=explain,
-                           trim=None if trim == "none" else trim)
+                           trim=trim)
     for note in block.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:

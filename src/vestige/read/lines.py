@@ -68,6 +68,14 @@ POINTERS = LinesParams(first_whole_cosine=-1.0, rest_lines=1, max_rest=settings.
 
 #: The named ways to show the block's memories by their lines (Memory.context's ``trim``).
 NAMED = {"lines": LinesParams(), "pointers": POINTERS}
+#: Every name Memory.context's ``trim`` takes: the library's default, these, or passages whole.
+TRIM_NAMES = ("auto", *NAMED, "none")
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """The rows scaled to length 1 (float32), so that a dot product is a cosine."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 def shown_whole(hit: Hit, params: LinesParams) -> bool:
@@ -97,8 +105,7 @@ class LineVectors:
                 self._vectors.move_to_end(line)
         missing = [line for line in dict.fromkeys(lines) if line not in found]
         if missing:
-            vectors = np.asarray(self._embed(missing), dtype=np.float32)
-            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            vectors = unit_rows(self._embed(missing))
             found.update(zip(missing, vectors))
             with self._lock:
                 self.embedded += len(missing)

@@ -31,7 +31,7 @@ def add_routes(api: FastAPI, memory: Memory, App: Any) -> None:  # noqa: N803 - 
             raise InvalidInput("the query is empty")
         block = memory.context(query, app=app, budget_tokens=body.budget_tokens, k=body.k,
                                previous=previous or None, order=body.order, explain=body.explain,
-                               trim=None if body.trim == "none" else body.trim)
+                               trim=body.trim)
         out = block.to_dict()
         if messages is not None:
             out["messages"] = place_context(messages, block) if block else messages
