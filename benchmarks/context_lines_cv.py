@@ -26,7 +26,7 @@ import itertools
 import json
 import pickle
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +49,9 @@ LINES = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest
 POINTERS = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=1, max_rest=m, min_line_cosine=c, context=0,
                         after=a, whole=n)
             for n, w, m, c, a in itertools.product((2, 3, 4), (-1.0, 0.3), (3, 4, 5, 6, 8), (-1.0, 0.3), (0, 1))]
-GRID = LINES + POINTERS
+# The same, gated: when the best memory's closest line is under the gate, every memory by its closest lines.
+GATED = [replace(p, gate=g) for p in POINTERS for g in (0.3, 0.35, 0.4, 0.45)]
+GRID = LINES + POINTERS + GATED
 
 
 def grid_points() -> list[dict]:
@@ -141,7 +143,7 @@ def fit(paths: list[Path], out_path: Path, turn: bool = False, keep_turn: bool =
     result = {"command": " ".join(["python", *sys.argv]), "captures": [str(p) for p in paths],
               "grid_size": len(grid), **report(questions, grid, out, before, turn, keep_turn)}
     result["grid"] = {"cut": asdict(CutParams()), "lines": [asdict(p) for p in LINES],
-                      "pointers": [asdict(p) for p in POINTERS]}
+                      "pointers": [asdict(p) for p in POINTERS], "gated": [asdict(p) for p in GATED]}
     out_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(json.dumps({k: result[k] for k in ("today", "in_sample", "cross_dataset")}, indent=1, default=str))
     print(json.dumps(result["five_fold"], indent=1, default=str))

@@ -177,3 +177,22 @@ def test_a_context_run_records_the_lines_it_was_served_by():
     assert _trim_meta("lines") == {"by": "lines", **asdict(LinesParams())}
     assert _trim_meta("pointers")["by"] == "pointers" and _trim_meta("pointers")["whole"] == POINTERS.whole > 1
     assert _trim_meta("none") is None
+
+
+def test_a_block_whose_best_memory_has_no_close_line_shows_no_memory_whole():
+    from vestige.read.lines import gated
+
+    hits = [_hit(f"s{n}", ["\n".join(CHAT)], dense=0.5) for n in range(3)]
+    params = LinesParams(-1.0, 2, 1, max_rest=3, min_line_cosine=0.3, whole=3, gate=0.5)
+    assert gated(hits, cosines, params) == (params, None)  # its closest line (0.6) reaches the gate
+    assert all(s[0] is h and not s[1] for s, h in zip(by_meaning(hits, cosines, params), hits))
+    strict = LinesParams(-1.0, 2, 1, max_rest=3, min_line_cosine=0.3, whole=3, gate=0.7)
+    shown_with, why = gated(hits, cosines, strict)
+    assert why == "the best memory's closest line (cosine 0.60) is under 0.7: none shown whole"
+    shown = by_meaning(hits, cosines, shown_with)
+    assert shown[0][1] and shown[0][0].passages == ["\n".join(CHAT[2:4])]  # the first by its 2 closest lines
+    assert all(s[1] and s[0].passages == [CHAT[2]] for s in shown[1:])  # the rest by their closest line
+    block = build_context(hits, lambda text: len(text.split()), trim=strict, line_cosines=cosines)
+    [trim] = [r for r in block.trace if r.stage == "trim"]
+    assert why in trim.note and block.snippets and all(s.trimmed for s in block.snippets)
+    assert gated([], cosines, strict) == (strict, None)

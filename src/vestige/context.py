@@ -20,7 +20,7 @@ from typing import Any
 from .errors import InvalidInput
 from .lexical import analyze
 from .read.group import PASSAGE_GAP
-from .read.lines import LineCosines, LinesParams, by_meaning, why_left_out
+from .read.lines import LineCosines, LinesParams, by_meaning, gated, why_left_out
 from .read.trim import TrimParams, trim_hits
 from .read.trace import Dropped, StageRecord, Trace
 from .settings import CONTEXT_BUDGET_TOKENS, TRIM
@@ -246,7 +246,9 @@ def _trim(hits: list[Hit], trim: TrimParams | LinesParams, terms: Sequence[str],
     if isinstance(trim, LinesParams):
         if line_cosines is None:
             raise ValueError("trimming by meaning (LinesParams) needs line_cosines")
-        return by_meaning(hits, line_cosines, trim), lambda place: why_left_out(place, trim), "lines closest in meaning"
+        params, why = gated(hits, line_cosines, trim)
+        return (by_meaning(hits, line_cosines, params), lambda place: why_left_out(place, params),
+                "lines closest in meaning" + (f" ({why})" if why else ""))
     return (trim_hits(hits, terms, trim), lambda place: "no line holds a selective term of the question, and a "
             "better memory does", "matching lines")
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import lexical, settings
-from .context import DEFAULT_TRIM, ContextBlock, build_context, check_options, place_context, question_of
+from .context import ContextBlock, build_context, check_options, place_context, question_of
 from .dates import now_iso
 from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
@@ -30,6 +30,7 @@ from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
 from .read.lines import NAMED as NAMED_LINES
+from .read.lines import AUTO as AUTO_TRIM
 from .read.lines import TRIM_NAMES
 from .read.lines import LinesParams, LineVectors, unit_rows
 from .read.trim import TrimParams
@@ -586,12 +587,14 @@ class Memory:
         (``block.trace``; with ``explain``, ``block.dropped`` and each snippet's ``hit.why``).
         ``relative_cut``: also leave out hits scoring under this share of the best hit's fused
         score (the cut before this one; None: not applied, nor when the scores are not on one
-        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: each
-        memory shown by its lines that hold the question's terms (``vestige.read.trim``; None:
-        its passages whole, as does "none"; "auto": settings.TRIM's default, off, where the cut applies; a
-        ``TrimParams()``: the fitted trimming; "lines" or a ``LinesParams``: each memory by its
-        lines closest in meaning, ``vestige.read.lines``, one embedding per line considered;
-        "pointers": the best memories by their passages, the next ones by their closest line)."""
+        scale, e.g. with RRF). ``now``: when the question is asked, as for ``search``. ``trim``: how
+        each memory is shown. "auto" (the default): settings.CONTEXT_TRIM, "pointers", where the cut
+        applies (the default model), else passages whole; "pointers": the best memories by their
+        passages, the next ones by their closest line, and none whole when not even the best has a
+        line close to the question; "lines" or a ``LinesParams``: each memory by its lines closest
+        in meaning (``vestige.read.lines``, one embedding per line considered, kept for the next
+        question); None or "none": passages whole; a ``TrimParams()``: by the lines that hold the
+        question's terms (``vestige.read.trim``)."""
         budget = check_options(budget_tokens, order)
         if isinstance(trim, str):
             if trim not in TRIM_NAMES:
@@ -602,7 +605,7 @@ class Memory:
             elif trim == "none":
                 trim = None
             else:
-                trim = DEFAULT_TRIM if self.cut is not None else None  # fitted together, for one model
+                trim = AUTO_TRIM if self.cut is not None else None  # fitted together, for one model
         elif trim is not None and not isinstance(trim, (TrimParams, LinesParams)):
             raise InvalidInput(f"trim must be 'auto', 'lines', 'pointers', 'none', None, TrimParams or "
                                f"LinesParams, got {shown(trim)}")

@@ -59,8 +59,9 @@ CUT_MIN_COVERAGE = 0.34
 # most TRIM_REST_RUNS runs; the first with no such line stays when its cosine reaches
 # TRIM_UNMATCHED_MIN_COSINE (MiniLM's scale). Fitted with the cut by benchmarks/context_trim_cv.py on
 # blocks replayed exactly on both dev sets (trim_cv.json; TRIM_MAX_SHARE fixed, not fitted).
-# Off by default: it raises LoCoMo's evidence session in the block (0.908 -> 0.949) but shows the
-# wrong line of it often (evidence turn 0.905 -> 0.786) and leaves 3 of the 30 short facts out.
+# Off (build_context's default; Memory.context's is CONTEXT_TRIM below): it raises LoCoMo's evidence
+# session in the block (0.908 -> 0.949) but shows the wrong line of it often (evidence turn 0.905 ->
+# 0.786) and leaves 3 of the 30 short facts out.
 TRIM = False
 TRIM_CONTEXT = 0
 TRIM_MAX_SHARE = 0.2
@@ -84,6 +85,7 @@ LINES_MIN_LINE_COSINE = 0.3
 LINES_CONTEXT = 0
 LINES_AFTER = 0
 LINES_WHOLE = 1
+LINES_GATE = -1.0
 # Passages and pointers (Memory.context(trim="pointers")): the best POINTERS_WHOLE memories shown by
 # their passages as the budget allows, the memories below them, down to place POINTERS_MAX_REST, by
 # their one closest line when it reaches POINTERS_MIN_LINE_COSINE. Fitted by
@@ -92,5 +94,12 @@ LINES_WHOLE = 1
 POINTERS_WHOLE = 3
 POINTERS_MAX_REST = 5
 POINTERS_MIN_LINE_COSINE = 0.3
+# ... unless not even the best memory has a line within POINTERS_GATE of the question: then none is
+# shown whole, each by its closest lines (lines_cv_keep.json: 0.3 in sample, in 4 of 5 folds and
+# fitted on LongMemEval alone; a question the memory cannot answer gets pointers, not pages).
+POINTERS_GATE = 0.3
+# What Memory.context(trim="auto") serves where the cut applies (the default model, on whose cosine
+# scale the thresholds above were fitted): "pointers", "lines" or "none" (passages whole).
+CONTEXT_TRIM = "pointers"
 # Line vectors a memory keeps for that trim (MiniLM: 1.5 KB each, so 20,000 lines hold about 30 MB).
 LINES_CACHE_LINES = 20_000

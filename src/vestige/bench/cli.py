@@ -52,9 +52,9 @@ def _cut_option(fn):
 
 def _trim_option(fn):
     return click.option("--trim", type=click.Choice(TRIM_NAMES), default="auto", show_default=True,
-                        help="With --context: how each memory is shown: the library's default (auto), by its lines "
-                        "closest in meaning to the question (lines, vestige.read.lines), the best memories whole and the next by "
-                        "their closest line (pointers), or whole (none).")(fn)
+                        help="With --context: how each memory is shown: the library's default (auto: pointers with the "
+                        "default model), the best memories whole and the next by their closest line (pointers), by its "
+                        "lines closest in meaning to the question (lines, vestige.read.lines), or whole (none).")(fn)
 
 
 def _context_options(fn):

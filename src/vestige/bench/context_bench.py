@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import lexical, settings
-from ..context import DEFAULT_TRIM, ContextBlock, format_snippet
+from ..context import ContextBlock, format_snippet
 from ..ingest import load_json_records, longmemeval_sessions
 from ..memory import Memory
 from ..read.cut import CutParams
@@ -413,10 +413,10 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
 
 def _trim_meta(trim: str) -> dict[str, Any] | None:
     """The trim a run measured, with its parameters (the manifest says what was served)."""
+    if trim == "auto":
+        trim = settings.CONTEXT_TRIM
     if trim in NAMED_LINES:
         return {"by": trim, **asdict(NAMED_LINES[trim])}
-    if trim == "auto" and DEFAULT_TRIM is not None:
-        return {"by": "terms", **asdict(DEFAULT_TRIM)}
     return None
 
 

@@ -163,8 +163,9 @@ def search(
 @click.option("--previous", help="The previous turn, for a follow-up question.")
 @click.option("--now", help="When the question is asked (ISO date; default: now), for 'last Sunday' and such.")
 @click.option("--trim", type=click.Choice(TRIM_NAMES), default="auto", show_default=True,
-              help="How each memory is shown: the default (auto), by its lines closest in meaning (lines), the best "
-              "memories whole and a pointer line for the next (pointers), or whole (none).")
+              help="How each memory is shown: the default (auto: pointers with the default model, else whole), the best "
+              "memories whole and a pointer line for the next (pointers), by its lines closest in meaning (lines), or "
+              "whole (none).")
 @click.option("--json", "as_json", is_flag=True, help="Print the block with its snippets' sources, notes and trace as JSON.")
 @click.option("--explain", is_flag=True, help="After the block, say what each stage kept and what it left out, and why.")
 @fail_cleanly

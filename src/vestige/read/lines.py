@@ -12,14 +12,17 @@ own cosine says it is clearly about the question (``first_whole_cosine``), else 
 often the question, and the answer is the turn after it), when one reaches ``min_line_cosine``,
 else left out; at most ``max_rest`` of them (0: all), so a runner-up is a pointer, not a page.
 With ``whole`` above 1 the memories below the first, up to that place, keep their passages too:
-``POINTERS`` is the shipped block (the best memories as the budget shows them) plus a pointer line
-for the next ones, which that budget would leave out. Nothing here empties a block: the first
-memory keeps at least its best line (the floor and the cut decide emptiness).
+``POINTERS`` is the block of passages (the best memories as the budget shows them) plus a pointer
+line for the next ones, which that budget would leave out. With a ``gate``, when not even the best
+memory has a line that close to the question, no memory is shown whole (a question the memory
+cannot answer gets a few lines, not pages). Nothing here empties a block: the first memory keeps at
+least its best line (the floor and the cut decide emptiness).
 
 The cost is one embedding per line considered, at query time, once: a memory keeps the vectors of
-the lines it has embedded (``LineVectors``, bounded), so a line shown again costs a lookup; off by
-default (``Memory.context(trim="lines")`` or ``"pointers"``). The parameters are fitted on both dev
-sets by ``benchmarks/context_lines_cv.py`` (``vestige.settings``: LINES_*, POINTERS_*).
+the lines it has embedded (``LineVectors``, bounded), so a line shown again costs a lookup.
+``Memory.context`` serves ``POINTERS`` by default (``settings.CONTEXT_TRIM``; "lines" or "none" on
+request). The parameters are fitted on both dev sets by ``benchmarks/context_lines_cv.py``
+(``vestige.settings``: LINES_*, POINTERS_*).
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class LinesParams:
     context: int = settings.LINES_CONTEXT  # lines kept either side of a chosen line
     after: int = settings.LINES_AFTER  # lines kept after a chosen line besides: the reply to a line that asks
     whole: int = settings.LINES_WHOLE  # memories at the top shown by their passages (the first: as above)
+    # When the best memory's closest line is under this cosine, none is shown whole (-1: off).
+    gate: float = settings.LINES_GATE
 
     def __post_init__(self) -> None:
         for name in ("first_lines", "rest_lines", "max_rest", "context", "after", "whole"):
@@ -64,18 +69,41 @@ class LinesParams:
 #: Passages and pointers: the best memories as the budget shows them, the next ones by their closest line.
 POINTERS = LinesParams(first_whole_cosine=-1.0, rest_lines=1, max_rest=settings.POINTERS_MAX_REST,
                        min_line_cosine=settings.POINTERS_MIN_LINE_COSINE, context=0, after=0,
-                       whole=settings.POINTERS_WHOLE)
+                       whole=settings.POINTERS_WHOLE, gate=settings.POINTERS_GATE)
 
 #: The named ways to show the block's memories by their lines (Memory.context's ``trim``).
 NAMED = {"lines": LinesParams(), "pointers": POINTERS}
 #: Every name Memory.context's ``trim`` takes: the library's default, these, or passages whole.
 TRIM_NAMES = ("auto", *NAMED, "none")
+if settings.CONTEXT_TRIM not in (*NAMED, "none"):
+    raise ValueError(f"settings.CONTEXT_TRIM must be one of {', '.join((*NAMED, 'none'))}, got {settings.CONTEXT_TRIM!r}")
+#: What "auto" serves where the cut applies (None: passages whole).
+AUTO = NAMED.get(settings.CONTEXT_TRIM)
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """The rows scaled to length 1 (float32), so that a dot product is a cosine."""
     vectors = np.asarray(vectors, dtype=np.float32)
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def closest_line(hit: Hit, cosines: LineCosines) -> float:
+    """The cosine of a memory's line closest in meaning to the question (-1 for a memory with no line)."""
+    lines = [line for passage in (hit.passages or [hit.text]) for line in lines_of(passage)]
+    return float(np.max(np.asarray(cosines(lines), dtype=np.float64))) if lines else -1.0
+
+
+def gated(hits: Sequence[Hit], cosines: LineCosines, params: LinesParams) -> tuple[LinesParams, str | None]:
+    """The parameters to show ``hits`` with, and why they differ from ``params``: when not even the
+    best memory has a line close to the question, the block does not clearly answer it, so no
+    memory is shown at length; each is shown by its closest lines, a short list of pointers."""
+    if params.gate <= -1 or not hits:
+        return params, None
+    best = closest_line(hits[0], cosines)
+    if best >= params.gate:
+        return params, None
+    return (replace(params, first_whole_cosine=2.0, whole=0),
+            f"the best memory's closest line (cosine {best:.2f}) is under {params.gate:g}: none shown whole")
 
 
 def shown_whole(hit: Hit, params: LinesParams) -> bool:

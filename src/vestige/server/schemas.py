@@ -120,9 +120,9 @@ class ContextIn(Strict):
     order: Literal["date", "relevance"] = "date"
     explain: bool = Field(default=False, description="Say why each memory was chosen and what each stage left out.")
     trim: Literal["auto", "lines", "pointers", "none"] = Field(
-        default="auto", description="How each memory is shown: the default (auto), by its lines closest in meaning "
-        "to the question (lines: a pointer for each runner-up, one embedding per line), the best memories whole "
-        "and a pointer line for the next ones (pointers), or whole (none).")
+        default="auto", description="How each memory is shown: the default (auto: pointers with the default model, "
+        "else whole), the best memories whole and a pointer line for the next ones (pointers), by its lines closest "
+        "in meaning to the question (lines: a pointer for each runner-up, one embedding per line), or whole (none).")
 
     _messages = field_validator("messages")(_check_chat)
 
