@@ -99,6 +99,12 @@ def test_memory_context_by_meaning_end_to_end():
     assert str(m.context("Where did my cat hide?", trim="none")) == str(plain)  # the name for None
     pointers = m.context("Where did my cat hide?", trim="pointers")
     assert "Miso hid under the porch" in str(pointers) and "trim" in [r.stage for r in pointers.trace]
+    # the default serves the pointers, where the cut fitted with them applies (the default model)
+    assert m.cut is not None and [r.to_dict() for r in m.context("Where did my cat hide?").trace] == \
+        [r.to_dict() for r in pointers.trace]
+    uncut = m.derive(cut=None)
+    assert "trim" not in [r.stage for r in uncut.context("Where did my cat hide?").trace]
+    uncut.close()
     with pytest.raises(InvalidInput, match="trim must be"):
         m.context("Where did my cat hide?", trim="meaning")
     with pytest.raises(ValueError, match="at least 1"):
@@ -188,7 +194,7 @@ def test_a_block_whose_best_memory_has_no_close_line_shows_no_memory_whole():
     assert all(s[0] is h and not s[1] for s, h in zip(by_meaning(hits, cosines, params), hits))
     strict = LinesParams(-1.0, 2, 1, max_rest=3, min_line_cosine=0.3, whole=3, gate=0.7)
     shown_with, why = gated(hits, cosines, strict)
-    assert why == "the best memory's closest line (cosine 0.60) is under 0.7: none shown whole"
+    assert why == "none shown whole: the best memory's closest line has cosine 0.60, under 0.7"
     shown = by_meaning(hits, cosines, shown_with)
     assert shown[0][1] and shown[0][0].passages == ["\n".join(CHAT[2:4])]  # the first by its 2 closest lines
     assert all(s[1] and s[0].passages == [CHAT[2]] for s in shown[1:])  # the rest by their closest line

@@ -248,7 +248,7 @@ def _trim(hits: list[Hit], trim: TrimParams | LinesParams, terms: Sequence[str],
             raise ValueError("trimming by meaning (LinesParams) needs line_cosines")
         params, why = gated(hits, line_cosines, trim)
         return (by_meaning(hits, line_cosines, params), lambda place: why_left_out(place, params),
-                "lines closest in meaning" + (f" ({why})" if why else ""))
+                "lines closest in meaning" + (f"; {why}" if why else ""))
     return (trim_hits(hits, terms, trim), lambda place: "no line holds a selective term of the question, and a "
             "better memory does", "matching lines")
 

@@ -103,7 +103,7 @@ def gated(hits: Sequence[Hit], cosines: LineCosines, params: LinesParams) -> tup
     if best >= params.gate:
         return params, None
     return (replace(params, first_whole_cosine=2.0, whole=0),
-            f"the best memory's closest line (cosine {best:.2f}) is under {params.gate:g}: none shown whole")
+            f"none shown whole: the best memory's closest line has cosine {best:.2f}, under {params.gate:g}")
 
 
 def shown_whole(hit: Hit, params: LinesParams) -> bool:
