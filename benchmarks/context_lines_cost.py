@@ -1,5 +1,6 @@
-"""What lines by meaning costs a context block: ``Memory.context`` with the lines trim against the
-shipped block, side by side in one run (issue 26; not a test).
+"""What lines by meaning costs a context block: ``Memory.context`` with the lines and pointers
+(the default) against the block of passages whole (``trim="none"``), side by side in one run
+(issue 26; not a test).
 
     python benchmarks/context_lines_cost.py --data ../shared/data/locomo_dev.json.gz --haystacks 2 \
         --out benchmarks/results/context/lines_cost.json
@@ -11,7 +12,7 @@ hits both alike. Each way of showing memories by their lines (``lines``, ``point
 agent or server has it (the memory keeps the vectors of lines it has embedded,
 ``read.lines.LineVectors``, so a line shown for an earlier question is not embedded again) and,
 ``*_cold``, with that cache emptied before every question (a one-shot CLI call). Reported: each setting's p50 and p90 in ms, their
-ratios to the shipped block, and the lines embedded per block in each.
+ratios to the passages' time, and the lines embedded per block in each.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from vestige.bench.context_bench import ContextHaystack, ContextRunner
 from vestige.bench.runner import APP, LOADERS
 from vestige.read.lines import LineVectors
 
-SETTINGS = {"shipped": "auto", "lines": "lines", "lines_cold": "lines", "pointers": "pointers", "pointers_cold": "pointers"}
+SETTINGS = {"passages": "none", "lines": "lines", "lines_cold": "lines", "pointers": "pointers", "pointers_cold": "pointers"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     prepared = runner.base._prepare(haystacks)
     runner.base._embed_missing(prepared)
     times: dict[str, list[float]] = {name: [] for name in SETTINGS}
-    embedded: dict[str, list[int]] = {name: [] for name in SETTINGS if name != "shipped"}
+    embedded: dict[str, list[int]] = {name: [] for name in SETTINGS if name != "passages"}
     for hay in haystacks:
         memory = runner.memory(hay, prepared[hay.unit])
         memory.context(hay.questions[0].text, app=APP, trim="lines")  # warm-up (the model, not the lines)
@@ -68,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return {"p50_ms": round(statistics.median(ordered), 2), "p90_ms": round(ordered[int(0.9 * (len(ordered) - 1))], 2)}
 
     result = {"command": f"python benchmarks/context_lines_cost.py --data {args.data} --haystacks {args.haystacks} --out {args.out}",
-              "dataset": args.dataset, "questions": len(times["shipped"]), **{name: cells(v) for name, v in times.items()},
-              **{f"ratio_p50_{name}": round(statistics.median(times[name]) / statistics.median(times["shipped"]), 2)
+              "dataset": args.dataset, "questions": len(times["passages"]), **{name: cells(v) for name, v in times.items()},
+              **{f"ratio_p50_{name}": round(statistics.median(times[name]) / statistics.median(times["passages"]), 2)
                  for name in embedded},
               "lines_embedded_per_block": {name: {"mean": round(statistics.mean(v), 1), "max": max(v)}
                                            for name, v in embedded.items()}}
