@@ -209,7 +209,7 @@ def build_context(
                 trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", why_out(place), hit.score)
         pairs = [kept for kept in shown_as if kept is not None]
         trace.record("trim", len(pairs), len(hits) - len(pairs),
-                     f"{sum(t for _, t in pairs)} memories shown by their {shown_by}")
+                     f"{sum(t for _, t in pairs)} memories cut to their {shown_by}")
         hits = [hit for hit, _ in pairs]
         trimmed = {id(hit) for hit, t in pairs if t}
     fills, used = _fill(hits, count, budget, frame)

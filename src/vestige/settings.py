@@ -90,7 +90,7 @@ LINES_GATE = -1.0
 # their passages as the budget allows, the memories below them, down to place POINTERS_MAX_REST, by
 # their one closest line when it reaches POINTERS_MIN_LINE_COSINE. Fitted by
 # benchmarks/context_lines_cv.py --turn --keep-turn (lines_cv_keep.json: points that show the
-# evidence turn as often as the shipped block, less a point).
+# evidence turn as often as passages whole do, less a point). Memory.context's default (CONTEXT_TRIM).
 POINTERS_WHOLE = 3
 POINTERS_MAX_REST = 5
 POINTERS_MIN_LINE_COSINE = 0.3
