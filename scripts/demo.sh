@@ -14,3 +14,5 @@ echo "--- default search (dense + BM25, a convex fusion of their normalised scor
 vestige search "$QUESTION" --db "$DB" --app locomo -k 3
 echo "--- vectors only (VESTIGE_LEXICAL_FUSION=0):"
 VESTIGE_LEXICAL_FUSION=0 vestige search "$QUESTION" --db "$DB" --app locomo -k 3
+echo "--- the context block an agent is given (vestige context: dated memories, the answer turn whole; 400 tokens here, 1000 by default):"
+vestige context "$QUESTION" --db "$DB" --app locomo --budget 400
