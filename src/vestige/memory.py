@@ -29,10 +29,9 @@ from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.cut import CutParams
-from .read.lines import NAMED as NAMED_LINES
 from .read.lines import AUTO as AUTO_TRIM
-from .read.lines import TRIM_NAMES
-from .read.lines import LinesParams, LineVectors, unit_rows
+from .read.lines import NAMED as NAMED_LINES
+from .read.lines import TRIM_NAMES, LinesParams, LineVectors, unit_rows
 from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search,
