@@ -202,3 +202,32 @@ def test_a_block_whose_best_memory_has_no_close_line_shows_no_memory_whole():
     [trim] = [r for r in block.trace if r.stage == "trim"]
     assert why in trim.note and block.snippets and all(s.trimmed for s in block.snippets)
     assert gated([], cosines, strict) == (strict, None)
+
+
+def test_lines_are_embedded_as_passages_and_the_question_only_when_a_line_is_scored():
+    """Lines are stored text: an asymmetric model (e5's "passage:" / "query:") embeds them as it
+    embeds chunks. The question's vector for the lines is made on first use, so a block with no
+    line to score (nothing recalled) does not embed the question a second time."""
+    from vestige.embed.hashing import HashEmbedder
+
+    class Counting(HashEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.calls: list[tuple[str, list[str]]] = []
+
+        def embed_passages(self, texts, progress=None, counts=None):
+            self.calls.append(("passages", list(texts)))
+            return super().embed_passages(texts, progress, counts)
+
+        def embed_query(self, texts):
+            self.calls.append(("query", list(texts)))
+            return super().embed_query(texts)
+
+    embedder = Counting()
+    with Memory(":memory:", embedder=embedder) as m:
+        cosines = m._line_cosines("Where did my cat hide?")
+        assert len(cosines([])) == 0 and embedder.calls == []
+        lines = ["My cat Miso hid under the porch.", "The store closes at six."]
+        cosines(lines)
+        cosines(lines[:1])
+        assert embedder.calls == [("query", ["Where did my cat hide?"]), ("passages", lines)]

@@ -163,7 +163,7 @@ class Memory:
         self.keys = KeyStore(self.store)
         self._owns_store = True
         # The lines-by-meaning trim's vectors, kept across questions (shared with derived memories).
-        self._line_vectors = LineVectors(self.embedder.embed)
+        self._line_vectors = LineVectors(self.embedder.embed_passages)  # lines are stored text, as chunks are
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -632,9 +632,15 @@ class Memory:
 
     def _line_cosines(self, query: str) -> Callable[[Sequence[str]], np.ndarray]:
         """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim)."""
-        question = unit_rows(self.embedder.embed_query([query]))[0]
-        vectors = self._line_vectors
-        return lambda lines: vectors(list(lines)) @ question if lines else np.zeros(0)
+        vectors, question = self._line_vectors, []  # embedded on first use: an empty block needs no line
+
+        def cosines(lines: Sequence[str]) -> np.ndarray:
+            if not lines:
+                return np.zeros(0)
+            if not question:
+                question.append(unit_rows(self.embedder.embed_query([query]))[0])
+            return vectors(list(lines)) @ question[0]
+        return cosines
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,
