@@ -74,7 +74,7 @@ def test_the_block_records_the_stage_and_counts_only_the_lines_shown():
     block = build_context(hits, lambda text: len(text.split()), trim=LinesParams(0.4, 3, 1, 4, 0.3),
                           line_cosines=cosines)
     assert [r.stage for r in block.trace][-2:] == ["trim", "budget"]
-    assert "1 memories cut to their lines closest in meaning" in block.trace[-2].note
+    assert "1 memory cut to its lines closest in meaning" in block.trace[-2].note
     snippet = next(s for s in block.snippets if s.hit.session_id == "s2")
     assert snippet.trimmed and CHAT[2] in str(block) and CHAT[0] not in str(block)
     messages = [Message(role="user", content=line) for line in CHAT]

@@ -199,6 +199,19 @@ def test_the_budget_is_filled_in_passes_over_passage_rank():
     assert all(s.text.endswith(s.hit.text.strip()) for s in whole.snippets)  # room for all: whole
 
 
+def test_the_budget_notes_count_one_memory_as_one():
+    """The trace and notes are read by people: one memory is "1 memory ... its", one hit left
+    out "1 hit ... was" (they said "1 memories", "1 hits")."""
+    words = lambda text: len(text.split())  # noqa: E731
+    long = _session("s1", 0.9, ["The user's bike is blue.", "filler " * 80], [0, 1])
+    block = build_context([long], words, budget_tokens=70, trace=Trace())
+    assert block.trace[-1].note.endswith("; 1 memory shown by some of its passages")
+    crowded = _session("s2", 0.8, ["an aside " * 60], [0])
+    block = build_context([_session("s1", 0.9, ["The user's bike is blue."], [0]), crowded], words,
+                          budget_tokens=70, trace=Trace())
+    assert "1 hit did not fit the budget of 70 tokens and was left out" in block.notes
+
+
 def test_explain_over_http_and_the_cli(tmp_path):
     from click.testing import CliRunner
     from fastapi.testclient import TestClient

@@ -208,8 +208,9 @@ def build_context(
             if kept is None:
                 trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", why_out(place), hit.score)
         pairs = [kept for kept in shown_as if kept is not None]
+        cut_to_lines = sum(t for _, t in pairs)
         trace.record("trim", len(pairs), len(hits) - len(pairs),
-                     f"{sum(t for _, t in pairs)} memories cut to their {shown_by}")
+                     f"{_memories(cut_to_lines)} cut to {_their(cut_to_lines)} {shown_by}")
         hits = [hit for hit, _ in pairs]
         trimmed = {id(hit) for hit, t in pairs if t}
     fills, used = _fill(hits, count, budget, frame)
@@ -223,10 +224,11 @@ def build_context(
                        f"{budget - used} tokens left of {budget}", hit.score)
     skipped = len(fills) - len(chosen)
     if skipped:
-        notes.append(f"{skipped} hits did not fit the budget of {budget} tokens and were left out")
+        notes.append(f"{skipped} hit did not fit the budget of {budget} tokens and was left out" if skipped == 1 else
+                     f"{skipped} hits did not fit the budget of {budget} tokens and were left out")
     shortened = sum(0 < len(placed) < len(_passages(hit)) for hit, placed in fills)
     trace.record("budget", len(chosen), skipped, f"{used} of {budget} tokens"
-                 + (f"; {shortened} memories shown by some of their passages" if shortened else ""))
+                 + (f"; {_memories(shortened)} shown by some of {_their(shortened)} passages" if shortened else ""))
     while chosen:
         snippets = _layout(chosen, order, wanted, trimmed)
         text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
@@ -268,6 +270,14 @@ def _layout(chosen: list[tuple[Hit, str, int]], order: str, terms: set[str], tri
         mark = later[n - 1] + 1 if n - 1 in later else None
         snippets.append(Snippet(hit, format_snippet(n, hit, text, mark), cost, mark, id(hit) in trimmed))
     return snippets
+
+
+def _memories(n: int) -> str:
+    return f"{n} memory" if n == 1 else f"{n} memories"
+
+
+def _their(n: int) -> str:
+    return "its" if n == 1 else "their"
 
 
 def _passages(hit: Hit) -> list[str]:
