@@ -231,3 +231,32 @@ def test_lines_are_embedded_as_passages_and_the_question_only_when_a_line_is_sco
         cosines(lines)
         cosines(lines[:1])
         assert embedder.calls == [("query", ["Where did my cat hide?"]), ("passages", lines)]
+
+
+def test_the_block_scores_lines_against_the_vector_search_made_of_the_question():
+    """The question is embedded once per block: the lines are scored against the vector the
+    dense channel made of it, and the cosines are those of a vector embedded again."""
+    from vestige.embed.hashing import HashEmbedder
+
+    class Counting(HashEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.queries: list[list[str]] = []
+
+        def embed_query(self, texts):
+            self.queries.append(list(texts))
+            return super().embed_query(texts)
+
+    embedder = Counting()
+    question = "Where did my cat hide?"
+    with Memory(":memory:", embedder=embedder) as m:
+        m.add_session([{"role": "user", "content": "I repaired the garden fence.\nMy cat Miso hid under the porch."}],
+                      session_id="s1")
+        m.add_session([{"role": "user", "content": "The store closes at six.\nMy cat sleeps a lot."}], session_id="s2")
+        embedder.queries.clear()
+        block = m.context(question, trim="lines")
+        assert block.snippets and embedder.queries == [[question]]
+        results = m.search(question)
+        lines = ["My cat Miso hid under the porch.", "The store closes at six."]
+        reused = m._line_cosines(question, results.question_vector)(lines)
+        assert np.allclose(reused, m._line_cosines(question)(lines), atol=1e-6)

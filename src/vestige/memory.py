@@ -628,11 +628,14 @@ class Memory:
         return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
                              relative_cut=cut, order=order, notes=results.notes, terms=terms,
                              trace=results._trace, trim=trim,
-                             line_cosines=self._line_cosines(query) if isinstance(trim, LinesParams) else None)
+                             line_cosines=self._line_cosines(query, results.question_vector)
+                             if isinstance(trim, LinesParams) else None)
 
-    def _line_cosines(self, query: str) -> Callable[[Sequence[str]], np.ndarray]:
-        """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim)."""
-        vectors, question = self._line_vectors, []  # embedded on first use: an empty block needs no line
+    def _line_cosines(self, query: str, vector: np.ndarray | None = None) -> Callable[[Sequence[str]], np.ndarray]:
+        """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim):
+        against ``vector``, the search's own vector of it, else one embedded on first use (an
+        empty block needs no line)."""
+        vectors, question = self._line_vectors, [] if vector is None else [unit_rows(vector[None, :])[0]]
 
         def cosines(lines: Sequence[str]) -> np.ndarray:
             if not lines:

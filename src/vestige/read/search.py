@@ -77,7 +77,8 @@ class Results(list):
     the trace of what each stage decided (``trace``; ``dropped`` when explaining)."""
 
     def __init__(self, hits: list[Hit] = (), notes: list[str] | None = None, best_cosine: float | None = None,
-                 comparable: bool = False, trace: Trace | None = None, question: Question | None = None):
+                 comparable: bool = False, trace: Trace | None = None, question: Question | None = None,
+                 question_vector: np.ndarray | None = None):
         super().__init__(hits)
         self.notes: list[str] = notes or []
         # True when every hit's score is on one scale a ratio can be read on (the convex
@@ -87,6 +88,9 @@ class Results(list):
         self.best_cosine = best_cosine
         self._trace = trace or Trace()
         self.question = question  # the question as the stages parsed it (None for an empty result)
+        # The question's own vector as the dense channel embedded it (None when nothing was
+        # embedded): the block's lines are scored against it rather than embedding it again.
+        self.question_vector = question_vector
 
     @property
     def trace(self) -> list[StageRecord]:
@@ -191,6 +195,7 @@ class Search:
     hits: list[Hit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     best_cosine: float | None = None
+    question_vector: np.ndarray | None = None  # the question's own (not with the previous turn)
     done: bool = False  # a stage answered for the whole search (the floor's "nothing"): stop
     fused_place: dict[int, int] = field(default_factory=dict)  # explain: chunk -> place before the second stage
 
@@ -220,7 +225,8 @@ class Search:
             for place, hit in enumerate(hits, 1):
                 hit.why = explain_hit(hit, self.question, self.fused_place.get(hit.chunk_id), place, self.reranker)
         comparable = self.lexical_ranking is not None and self.settings.fusion == "convex"
-        return Results(hits, self.notes, self.best_cosine, comparable, self.trace, self.question)
+        return Results(hits, self.notes, self.best_cosine, comparable, self.trace, self.question,
+                       self.question_vector)
 
 
 #: A stage reads and updates the search's state, and records what it decided in its trace.
@@ -232,6 +238,7 @@ def read_channels(search: Search) -> None:
     runs while the dense one does."""
     channels, question, settings = search.channels, search.question, search.settings
     query_vectors = channels.embedder.embed_query(question.texts)
+    search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
     if settings.lexical:
         search.lexical_job = channels.lexical.submit(search.app, question.terms, search.depth, settings.k1,
                                                      settings.b, allowed=channels.allowed)
