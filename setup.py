@@ -1,4 +1,4 @@
-"""The one compiled part, optional: BM25 accumulation (vestige/lexical/_accumulate.c).
+"""The one compiled part, optional: BM25 accumulation (diarist/lexical/_accumulate.c).
 
 Everything else is in pyproject.toml. Without a C compiler the install still succeeds
 (``optional=True``) and BM25 scores in numpy, to the same floats, a few ms slower a query at a
@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "vestige.lexical._accumulate",
-            ["src/vestige/lexical/_accumulate.c"],
+            "diarist.lexical._accumulate",
+            ["src/diarist/lexical/_accumulate.c"],
             # No fused multiply-add: the sums must be numpy's to the bit.
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,

@@ -22,8 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402
 
-from vestige import lexical  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
+from diarist import lexical  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
     python benchmarks/context_cut.py [--out benchmarks/results/fusion/context_cut.json]
 
 For every dev question (benchmarks/results/fusion/pools), the shipped fusion ranks the chunks
-(``vestige.read.fusion.convex``, each channel cut at depth 200) and the top 32 are what
+(``diarist.read.fusion.convex``, each channel cut at depth 200) and the top 32 are what
 ``Memory.context`` would consider. A cut at ratio r leaves out every hit scoring under r times
 the best. Reported per dataset and r: questions whose evidence would leave the block (their best
 evidence chunk in the top 32 falls under the cut) and the share of the top 32 left out. The
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige import settings
-from vestige.bench import fusion_lab as lab
+from diarist import settings
+from diarist.bench import fusion_lab as lab
 
 POOLS = Path(__file__).resolve().parent / "results" / "fusion" / "pools"
 GRID = [round(0.05 * i, 2) for i in range(8, 20)]  # 0.40 ... 0.95

@@ -2,15 +2,15 @@
 
     python benchmarks/context_cv.py [--runs benchmarks/results/context] [--out benchmarks/results/context/cut_cv.json]
 
-Reads the context runs of today's block (``vestige bench locomo|longmemeval --context``:
+Reads the context runs of today's block (``diarist bench locomo|longmemeval --context``:
 ``<runs>/locomo-today`` and ``<runs>/longmemeval-today``): every question's candidates (the
 search results the block was built from, after the floor and the second stage, each with its
 cosine, BM25 score, coverage of the question's terms and its cost in the block) and its row.
-A cut is replayed on the candidates, then the budget is filled as ``vestige.context.build_context``
+A cut is replayed on the candidates, then the budget is filled as ``diarist.context.build_context``
 fills it (best first, a hit that does not fit is skipped); the replay of today's relative cut is
 checked against the measured rows first (printed: the share of questions it reproduces).
 
-The cut is read's (``vestige.read.cut``): after grouping by memory (each memory once, at its best
+The cut is read's (``diarist.read.cut``): after grouping by memory (each memory once, at its best
 chunk's place, with at most ``GROUP_PASSAGES`` of its chunks as passages), the first memory stays;
 another stays when it holds ``min_coverage`` of the question's terms (and some), or when its
 best passage's cosine reaches ``min_cosine`` within ``max_gap`` of the best memory's cosine. The
@@ -21,7 +21,7 @@ afterwards by the context benchmark): a memory's coverage is its best passage's 
 of its passages'), each passage costs a header line, and it sees the top ``CONTEXT_K`` chunks,
 not ``CONTEXT_K`` memories.
 
-Fitting, as ``benchmarks/floor_cv.py`` and ``vestige.bench.fusion_lab`` fit: every grid point is
+Fitting, as ``benchmarks/floor_cv.py`` and ``diarist.bench.fusion_lab`` fit: every grid point is
 scored on the training rows; a point is admissible when on each training dataset the block holds
 an evidence session at least as often as the ranking's top 5 does (the committed ``default``
 ranking rows, the same questions) less one point, or, where no point reaches that (LoCoMo: the
@@ -49,9 +49,9 @@ import numpy as np
 
 from floor_cv import FOLDS, fold_of  # the floor's folds: questions by haystack, off-topic by text
 
-from vestige import settings
+from diarist import settings
 
-GROUP_PASSAGES = 3  # vestige.settings.GROUP_PASSAGES on the read branch (the grouping this replays)
+GROUP_PASSAGES = 3  # diarist.settings.GROUP_PASSAGES on the read branch (the grouping this replays)
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "results" / "context"
@@ -89,7 +89,7 @@ class Question:
         self.today = self.block(self.keep_relative(settings.CONTEXT_RELATIVE_CUT))
 
     def memories(self) -> list[list[int]]:
-        """The candidates grouped by memory as ``vestige.read.group`` groups them: each memory's
+        """The candidates grouped by memory as ``diarist.read.group`` groups them: each memory's
         passages (candidate indexes, best first), at most ``GROUP_PASSAGES``. Only chunks of two
         views covering the same turns are one passage there; the default plan indexes one view,
         so no candidate here is merged into another."""
@@ -101,8 +101,8 @@ class Question:
         return list(groups.values())
 
     def block_cut(self, p: dict) -> dict:
-        """The new block: grouped, cut as vestige.read.cut cuts, then the budget filled in passes
-        as vestige.context fills it (every kept memory's best passage, then second bests, ...)."""
+        """The new block: grouped, cut as diarist.read.cut cuts, then the budget filled in passes
+        as diarist.context fills it (every kept memory's best passage, then second bests, ...)."""
         items = self.grouped
         cosines = [self.cosines[g[0]] for g in items]
         best = max((c for c in cosines if c is not None), default=None)

@@ -23,11 +23,11 @@ import statistics
 import time
 from pathlib import Path
 
-from vestige import settings
-from vestige.bench.configs import get_config
-from vestige.bench.context_bench import ContextHaystack, ContextRunner
-from vestige.bench.runner import APP, LOADERS
-from vestige.read.lines import LineVectors
+from diarist import settings
+from diarist.bench.configs import get_config
+from diarist.bench.context_bench import ContextHaystack, ContextRunner
+from diarist.bench.runner import APP, LOADERS
+from diarist.read.lines import LineVectors
 
 SETTINGS = {"passages": "none", "lines": "lines", "lines_cold": "lines", "pointers": "pointers", "pointers_cold": "pointers"}
 

@@ -1,12 +1,12 @@
-"""Fit the lines-by-meaning trim (``vestige.read.lines``) by cross-validation on both dev sets (issue 26; not a test).
+"""Fit the lines-by-meaning trim (``diarist.read.lines``) by cross-validation on both dev sets (issue 26; not a test).
 
     python benchmarks/context_trim_cv.py capture locomo ../shared/data/locomo_dev.json.gz /tmp/locomo.pkl --stride 2
     python benchmarks/context_trim_cv.py capture longmemeval ../shared/data/longmemeval_s_dev.json.gz /tmp/lme.pkl --stride 3
     python benchmarks/context_lines_cv.py /tmp/locomo.pkl /tmp/lme.pkl --turn --out benchmarks/results/context/lines_cv.json
 
 The captures are ``context_trim_cv.py``'s: per question, the memories the block is built from before
-the cut. This replays the block exactly: the shipped cut (``vestige.read.cut``, as the library
-computes its signals), then ``vestige.context.build_context`` with each grid point's
+the cut. This replays the block exactly: the shipped cut (``diarist.read.cut``, as the library
+computes its signals), then ``diarist.context.build_context`` with each grid point's
 ``LinesParams``, the lines' cosines to the question from the shipped embedder (the vectors are kept
 in ``<capture>.lines.pkl``: a second fit embeds nothing), scored by the benchmark's own
 ``block_cells``. Admissibility and objective are ``benchmarks/context_cv.py``'s (evidence in the
@@ -34,12 +34,12 @@ import numpy as np
 from context_cv import report
 from context_trim_cv import OFF, RANKING, Replayed, cut_hits, matrices, replayed
 
-from vestige import settings
-from vestige.bench.context_bench import block_cells
-from vestige.context import build_context
-from vestige.embed import get_embedder
-from vestige.read.cut import CutParams
-from vestige.read.lines import LinesParams
+from diarist import settings
+from diarist.bench.context_bench import block_cells
+from diarist.context import build_context
+from diarist.embed import get_embedder
+from diarist.read.cut import CutParams
+from diarist.read.lines import LinesParams
 
 # Lines: the best memory whole (or by its lines), the memories below it by their closest lines.
 LINES = [LinesParams(first_whole_cosine=w, first_lines=3, rest_lines=r, max_rest=m, min_line_cosine=c, context=0, after=a)

@@ -4,14 +4,14 @@
     python benchmarks/context_trim_cv.py capture longmemeval ../shared/data/longmemeval_s_dev.json.gz /tmp/lme.pkl --stride 3
     python benchmarks/context_trim_cv.py fit /tmp/locomo.pkl /tmp/lme.pkl --out benchmarks/results/context/trim_cv.json
 
-``capture`` builds each haystack's memory as the context benchmark does (``vestige.bench.context_bench``:
+``capture`` builds each haystack's memory as the context benchmark does (``diarist.bench.context_bench``:
 the library's floor, fusion, second stage; the off-topic questions asked as ``benchmarks/floor.py``
 asks them) and records, for every question, the search results the block is built from *before the
 cut* (the ``CONTEXT_K`` best memories with their passages), the question's terms and its labels.
 
-``fit`` replays the block exactly on them: ``vestige.read.cut.cut`` with the grid's cut parameters
-(signals computed as ``vestige.read.search.cut_stage`` computes them), then
-``vestige.context.build_context`` with the grid's trimming (``vestige.read.trim``), scored by the
+``fit`` replays the block exactly on them: ``diarist.read.cut.cut`` with the grid's cut parameters
+(signals computed as ``diarist.read.search.cut_stage`` computes them), then
+``diarist.context.build_context`` with the grid's trimming (``diarist.read.trim``), scored by the
 benchmark's own ``block_cells``. A point is admissible when on each training dataset the block
 holds an evidence session at least as often as the ranking's top 5 (the committed ``default``
 ranking rows) less one point, or, where no point reaches that, at least as often as the shipped
@@ -38,15 +38,15 @@ import numpy as np
 
 from context_cv import RANKING, _plain, report
 
-from vestige import settings
-from vestige.bench.configs import get_config
-from vestige.bench.context_bench import (OFFTOPIC, OFFTOPIC_PERSONAL, ContextRunner, block_cells, kind_of,
+from diarist import settings
+from diarist.bench.configs import get_config
+from diarist.bench.context_bench import (OFFTOPIC, OFFTOPIC_PERSONAL, ContextRunner, block_cells, kind_of,
                                          question_lines, with_offtopic)
-from vestige.bench.runner import APP, LOADERS
-from vestige.context import build_context
-from vestige.lexical import analyze
-from vestige.read.cut import CutParams, ItemSignals, cut
-from vestige.read.trim import TrimParams
+from diarist.bench.runner import APP, LOADERS
+from diarist.context import build_context
+from diarist.lexical import analyze
+from diarist.read.cut import CutParams, ItemSignals, cut
+from diarist.read.trim import TrimParams
 
 CUT_GRID = [CutParams(c, g, v) for c, g, v in itertools.product((0.2, 0.3), (0.07, 0.03), (0.34, 0.5, 2.0))]
 TRIM_GRID = [None] + [TrimParams(c, 0.2, False, r, m) for c, r, m in itertools.product((0, 1), (1, 0), (-1.0, 0.25))]
@@ -113,7 +113,7 @@ def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
             return saved["questions"], saved["rows"]
     with open(path, "rb") as f:
         cap = pickle.load(f)
-    from vestige.embed import get_embedder
+    from diarist.embed import get_embedder
     count = functools.lru_cache(maxsize=None)(get_embedder(settings.EMBEDDER).count_tokens)
     questions: list[Replayed] = []
     rows: list[list[dict]] = []

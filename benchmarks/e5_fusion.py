@@ -14,7 +14,7 @@ asks whether the two embedders add up: MiniLM's and e5's cosines and BM25 in one
     python benchmarks/e5_fusion.py --out benchmarks/results/explore-e5/fusion
 
 MiniLM's pools are the committed ones of the fusion lab (``benchmarks/results/fusion/pools``;
-written again with this tree by ``vestige bench pools``, they give the same figures).
+written again with this tree by ``diarist bench pools``, they give the same figures).
 
 Nothing here ships: the library's fusion is untouched.
 """
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige.bench import fusion_lab
-from vestige.bench.fusion_lab import Pool, session_max
+from diarist.bench import fusion_lab
+from diarist.bench.fusion_lab import Pool, session_max
 
 RESULTS = Path(__file__).resolve().parent / "results" / "explore-e5"
 FLOORS = (-1.0, 0.0, 0.5, 0.6, 0.7, 0.75)
@@ -79,7 +79,7 @@ def report(pools_dir: Path) -> dict:
 def joined(minilm_dir: Path, e5_dir: Path) -> dict[str, list[Pool]]:
     """MiniLM's pools with each chunk's e5 cosine beside (``pool.e5``), matched on (session,
     first turn, words, BM25 score): the chunks are the same, listed in either order where those tie."""
-    from vestige.bench.pools import read_pools
+    from diarist.bench.pools import read_pools
 
     out: dict[str, list[Pool]] = {}
     for path in sorted(minilm_dir.glob("*.jsonl.gz")):

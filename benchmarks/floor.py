@@ -7,7 +7,7 @@ knows nothing about (benchmarks/data/offtopic_questions.txt, written before any 
 seen; LongMemEval haystacks each get one, round-robin, so every off-topic question is asked 4
 times; every LoCoMo conversation gets all 60). It records the best dense cosine search saw
 (``Results.best_cosine``) and the evidence floor's question-side signals (lexical coverage;
-``personal``: first/second person or a name the memory holds whole, vestige.read.floor), one row per
+``personal``: first/second person or a name the memory holds whole, diarist.read.floor), one row per
 question, and derives the cosine floor's trade-off table from the rows: floor -> legitimate
 questions lost, abstention and off-topic questions answered with nothing
 (``benchmarks/floor_cv.py`` cross-validates the evidence floor on the same rows).
@@ -39,13 +39,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from vestige import lexical
-from vestige.bench.data import load_locomo, load_longmemeval
-from vestige.bench.runner import DEFAULT_CACHE, shared_chunker
-from vestige.memory import Memory
-from vestige.read import floor as floor_evidence
-from vestige.embed import get_embedder
-from vestige.embed.cache import EmbeddingCache
+from diarist import lexical
+from diarist.bench.data import load_locomo, load_longmemeval
+from diarist.bench.runner import DEFAULT_CACHE, shared_chunker
+from diarist.memory import Memory
+from diarist.read import floor as floor_evidence
+from diarist.embed import get_embedder
+from diarist.embed.cache import EmbeddingCache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OFFTOPIC = Path(__file__).with_name("data") / "offtopic_questions.txt"
@@ -55,7 +55,7 @@ FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.18])  # 0.18: Mi
 
 
 #: How ``personal`` was derived: a name counts when the memory holds every word of it (before:
-#: any one word; vestige.read.floor.is_personal).
+#: any one word; diarist.read.floor.is_personal).
 PERSONAL_SIGNAL = "name held whole"
 
 
@@ -180,7 +180,7 @@ def _signal_memory(haystack) -> Memory:
 
 def _signals(memory: Memory, row: dict) -> dict:
     evidence = _evidence(memory, row["question"])
-    # The coverage is re-derived by this vestige's analyzer (version 3: stems), which the
+    # The coverage is re-derived by this diarist's analyzer (version 3: stems), which the
     # library's floor reads; the best cosine, from the dense channel, does not depend on it.
     return {**row, **evidence, "lexical_version": lexical.VERSION, "personal_signal": PERSONAL_SIGNAL}
 

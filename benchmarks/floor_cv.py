@@ -16,7 +16,7 @@ nothing, subject to no legitimate training question being lost. Three reports:
 
     python benchmarks/floor_cv.py --out benchmarks/results/floor/calibration/two_signal_cv.json
 
-``--evidence``: the shipped evidence floor (vestige.read.floor). The two-signal condition
+``--evidence``: the shipped evidence floor (diarist.read.floor). The two-signal condition
 applies only to impersonal questions (``personal`` false in the rows); every question is
 answered down to a best cosine of 0.10 (not fitted). The conservative fit (shipped) chooses
 (b, c) so that no legitimate training question would be lost even without the personal
@@ -115,7 +115,7 @@ def run(rows: list[dict]) -> dict:
     return out
 
 
-# -- the evidence floor (vestige.read.floor): the two-signal rule for impersonal questions -----
+# -- the evidence floor (diarist.read.floor): the two-signal rule for impersonal questions -----
 
 PERSONAL_FLOOR = 0.10  # not fitted: under the short-fact case (0.151) by a 0.05 step
 PERSONAL_ROWS = ROWS.with_name("rows_personal.jsonl")
@@ -127,7 +127,7 @@ def load_evidence(path: Path = ROWS) -> list[dict]:
 
 
 def evidence_empty(rows: list[dict], b: float, c: float, personal_floor: float = PERSONAL_FLOOR) -> np.ndarray:
-    """Which rows the evidence floor answers with nothing (vestige.read.floor.verdict)."""
+    """Which rows the evidence floor answers with nothing (diarist.read.floor.verdict)."""
     x = np.array([[r["best_cosine"], r["coverage"], r["personal"]] for r in rows], dtype=float).reshape(-1, 3)
     cos, cov, personal = x[:, 0], x[:, 1], x[:, 2] > 0
     return (cos < personal_floor) | (~personal & empty(rows, b, c))
@@ -202,7 +202,7 @@ def run_evidence(rows: list[dict], personal: list[dict], conservative: bool = Tr
 IMPERSONAL_ROWS = ROWS.with_name("rows_impersonal.jsonl")
 
 #: The floors the impersonal rewrites are scored under: name -> a cosine-only floor, or which
-#: fit of the evidence floor (vestige.read.floor) to score.
+#: fit of the evidence floor (diarist.read.floor) to score.
 REWRITE_FLOORS: dict[str, float | str] = {
     "cosine 0.10": 0.10,
     "cosine 0.15": 0.15,

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import perf  # noqa: E402  (the corpus builder and query embedder of the perf benchmark)
 
-from vestige.memory import Memory  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
 
 
 def passes(memory: Memory, variants: dict[str, Memory], queries: list[str], repeats: int) -> dict[str, list[list[float]]]:
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100_000, help="corpus size in chunks")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"))
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "diarist-perf"))
     parser.add_argument("--out", default="benchmarks/results/fusion/latency_100k.json")
     args = parser.parse_args(argv)
     real, _, queries, path, corpus = perf.latency_setup(args.size, args.workdir, args.queries)

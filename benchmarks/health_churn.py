@@ -13,9 +13,9 @@ import argparse
 import collections
 import threading
 
-from vestige import health
-from vestige.errors import NotFound
-from vestige.memory import Memory
+from diarist import health
+from diarist.errors import NotFound
+from diarist.memory import Memory
 
 SESSIONS = 60
 

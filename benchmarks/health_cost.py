@@ -1,5 +1,5 @@
 """What one ``GET /health`` costs as an app grows, with the HNSW graph serving it (issue 31,
-item 10): it must answer in milliseconds at any size, and ``vestige doctor``'s deep check
+item 10): it must answer in milliseconds at any size, and ``diarist doctor``'s deep check
 (the graph's recall against exact) must stay bounded.
 
 For each size: an app of that many facts (hash embedder, 64-d, so building is cheap), its graph
@@ -25,10 +25,10 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from vestige import health
-from vestige.memory import Memory
-from vestige.server.app import create_app
-from vestige.write.validate import FactInput
+from diarist import health
+from diarist.memory import Memory
+from diarist.server.app import create_app
+from diarist.write.validate import FactInput
 
 WORDS = "garden river lantern market orchard kite weather window harbor cedar".split()
 

@@ -21,9 +21,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import scale  # noqa: E402
 
-from vestige.store.sqlite import SQLiteStore  # noqa: E402
-from vestige.vectors import ExactDenseIndex  # noqa: E402
-from vestige.vectors.hnsw import HnswDenseIndex  # noqa: E402
+from diarist.store.sqlite import SQLiteStore  # noqa: E402
+from diarist.vectors import ExactDenseIndex  # noqa: E402
+from diarist.vectors.hnsw import HnswDenseIndex  # noqa: E402
 
 DEPTH = 200
 
@@ -31,7 +31,7 @@ DEPTH = 200
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000)
-    parser.add_argument("--workdir", default="/tmp/vestige-scale")
+    parser.add_argument("--workdir", default="/tmp/diarist-scale")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--expansions", default="512,1024,1536,2048")
     parser.add_argument("--oversamples", default="1,2", help="candidates asked per depth, re-ranked exactly")

@@ -1,9 +1,9 @@
-"""Where `vestige ingest` spends its time, and how it compares with the embedder alone (issue 28 item 5).
+"""Where `diarist ingest` spends its time, and how it compares with the embedder alone (issue 28 item 5).
 
 For each source tree named with --tree (NAME=PATH to a checkout; the default is this tree, "after"),
 each repeat runs two fresh processes on the same notes, in alternating order:
 
-- ingest: `vestige ingest FOLDER --db TMP --embedder minilm` in-process (the CLI's own code path),
+- ingest: `diarist ingest FOLDER --db TMP --embedder minilm` in-process (the CLI's own code path),
   with timers around its stages: parse (the importers' read_all), validate, chunk, embed
   (``Embedder.embed_passages``), BM25 terms (``lexical.analyze``), write (``Store.put_items``: rows,
   vectors and postings in one transaction) and the rest; the embedder's model load is timed apart
@@ -63,7 +63,7 @@ def _timed(table: dict[str, float], stage: str, fn):
 
 def pin_threads(threads: int) -> None:
     """Every MiniLM embedder of this process runs ONNX on ``threads`` threads (0: its default)."""
-    from vestige.embed import onnx_minilm
+    from diarist.embed import onnx_minilm
 
     init = onnx_minilm.MiniLMOnnxEmbedder.__init__
     if threads:
@@ -88,7 +88,7 @@ class _NoModel:
 
 def stub_model() -> None:
     """Every MiniLM embedder of this process skips the model (--no-model: the cost beyond it)."""
-    from vestige.embed import onnx_minilm
+    from diarist.embed import onnx_minilm
 
     init = onnx_minilm.MiniLMOnnxEmbedder.__init__
 
@@ -99,15 +99,15 @@ def stub_model() -> None:
 
 
 def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
-    """`vestige ingest` on the vault with a timer on each stage; records the texts embedded."""
-    import vestige.importers as importers
-    import vestige.lexical as lexical
-    import vestige.memory as memory
-    import vestige.write.validate as validate
-    from vestige.cli.commands import main
-    from vestige.embed import onnx_minilm
-    from vestige.embed.base import Embedder
-    from vestige.store.sqlite.store import SQLiteStore
+    """`diarist ingest` on the vault with a timer on each stage; records the texts embedded."""
+    import diarist.importers as importers
+    import diarist.lexical as lexical
+    import diarist.memory as memory
+    import diarist.write.validate as validate
+    from diarist.cli.commands import main
+    from diarist.embed import onnx_minilm
+    from diarist.embed.base import Embedder
+    from diarist.store.sqlite.store import SQLiteStore
 
     table: dict[str, float] = {}
     calls: list[list[str]] = []
@@ -144,7 +144,7 @@ def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
 
 def embed_worker(texts_in: str) -> dict:
     """The embedder alone: the same texts through ``embed_passages``, in the same calls."""
-    from vestige.embed import get_embedder
+    from diarist.embed import get_embedder
 
     calls = json.loads(Path(texts_in).read_text(encoding="utf-8"))
     embedder = get_embedder("minilm")
@@ -218,7 +218,7 @@ def main() -> None:
     parser.add_argument("--vault", type=Path, help="a folder of notes (Markdown)")
     parser.add_argument("--tree", action="append", default=[], help="NAME=PATH of a source tree (repeatable; default after=.)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=64, help="vestige ingest --batch")
+    parser.add_argument("--batch", type=int, default=64, help="diarist ingest --batch")
     parser.add_argument("--threads", type=int, default=0, help="ONNX threads in both workers (0: onnxruntime's "
                         "default, every core); 1 makes CPU seconds a steady measure on a busy machine")
     parser.add_argument("--no-model", action="store_true", help="skip the model itself (its output zeros) in both "
@@ -266,7 +266,7 @@ def main() -> None:
                    "results": results, "runs": runs}
         (args.out / "results.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         command = "PYTHONPATH=src nice -n 10 python benchmarks/ingest_speed.py " + " ".join(sys.argv[1:])
-        manifest = {"kind": "ingest-speed", "what": "vestige ingest's time per stage and its ratio to the embedder "
+        manifest = {"kind": "ingest-speed", "what": "diarist ingest's time per stage and its ratio to the embedder "
                     "alone on the same texts in the same calls (median of repeats), each source tree side by side",
                     "commit": commit_of(ROOT), "command": command, "files": ["results.json"]}
         (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

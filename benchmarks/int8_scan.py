@@ -2,7 +2,7 @@
 
 Times, side by side in one process (p50 over the scale questions, median over passes):
 numpy's float32 ``M @ q`` and its top-200 (the floor scale.py compares with), the int8 kernel
-(``vestige.vectors.int8_scan``) prepacked on one and on two threads and unpacked, and the whole
+(``diarist.vectors.int8_scan``) prepacked on one and on two threads and unpacked, and the whole
 ``ExactDenseIndex.search``; then how often the bound proved the top from the first 2 x depth
 candidates, and whether the rankings equal the float32 scan's.
 
@@ -26,10 +26,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import scale  # noqa: E402
 
-from vestige.embed.base import dequantize  # noqa: E402
-from vestige.ranking import top  # noqa: E402
-from vestige.store import open_store  # noqa: E402
-from vestige.vectors import exact, int8_scan  # noqa: E402
+from diarist.embed.base import dequantize  # noqa: E402
+from diarist.ranking import top  # noqa: E402
+from diarist.store import open_store  # noqa: E402
+from diarist.vectors import exact, int8_scan  # noqa: E402
 
 DEPTH = 200
 

@@ -18,11 +18,11 @@ import json
 import sys
 from pathlib import Path
 
-from vestige.bench.data import load_longmemeval
-from vestige.bench.runner import DEFAULT_CACHE
-from vestige.embed.cache import EmbeddingCache
-from vestige.memory import Memory
-from vestige.settings import CONTEXT_RELATIVE_CUT
+from diarist.bench.data import load_longmemeval
+from diarist.bench.runner import DEFAULT_CACHE
+from diarist.embed.cache import EmbeddingCache
+from diarist.memory import Memory
+from diarist.settings import CONTEXT_RELATIVE_CUT
 
 ROOT = Path(__file__).resolve().parents[1]
 

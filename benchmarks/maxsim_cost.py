@@ -29,8 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import perf  # noqa: E402  (the corpus builder of the perf benchmark)
 
-from vestige.memory import Memory  # noqa: E402
-from vestige.rerank.maxsim import DEFAULT_DEPTH, MaxSimParams, MaxSimReranker, unit_int8  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.rerank.maxsim import DEFAULT_DEPTH, MaxSimParams, MaxSimReranker, unit_int8  # noqa: E402
 
 
 def pooled_and_tokens(embedder, texts: list[str]) -> tuple[np.ndarray, list[bytes]]:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="candidates MaxSim re-reads")
     parser.add_argument("--ingest-texts", type=int, default=300, help="chunk texts of the ingest pass (0: skip it)")
-    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"))
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "diarist-perf"))
     parser.add_argument("--out", default="benchmarks/results/maxsim/cost_100k.json")
     args = parser.parse_args(argv)
     real, texts, queries, path, corpus = perf.latency_setup(args.size, args.workdir, args.queries)

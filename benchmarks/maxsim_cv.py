@@ -2,11 +2,11 @@
 
 Each question is replayed from its row (``benchmarks/maxsim_pools.py``): the default's top 50
 fused candidates, the top ``depth`` blended with their MaxSim order by the library's own
-``vestige.rerank.maxsim.blend_order``, then the library's ``evidence:time`` stage over the 50
+``diarist.rerank.maxsim.blend_order``, then the library's ``evidence:time`` stage over the 50
 (each candidate with its date, "now" the question's), sessions by their best chunk. Weight 0
 is today's default: the replay of it is checked against the committed ``default`` rows first.
 
-Every (mode, weight, depth) is chosen as every fitted value is (``vestige.bench.fusion_lab``):
+Every (mode, weight, depth) is chosen as every fitted value is (``diarist.bench.fusion_lab``):
 objective the mean of recall_any@1/@5/@10 and NDCG@10 over both datasets; fitted on one
 dataset and tested on the other, and 5 folds by haystack (each fold scored with the fit on the
 other four folds of both datasets); in sample next to out of sample.
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige.bench import fusion_lab as lab
-from vestige.bench.metrics import session_metrics
-from vestige.read.question import Question
-from vestige.rerank.evidence import EvidenceReranker
-from vestige.rerank.maxsim import blend_order
-from vestige.types import Hit
+from diarist.bench import fusion_lab as lab
+from diarist.bench.metrics import session_metrics
+from diarist.read.question import Question
+from diarist.rerank.evidence import EvidenceReranker
+from diarist.rerank.maxsim import blend_order
+from diarist.types import Hit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = ("locomo", "longmemeval")

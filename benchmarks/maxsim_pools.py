@@ -1,11 +1,11 @@
 """The MaxSim second stage's replay rows: per question, the default's candidates before its
 second stage, with the MaxSim score of the top ``--depth`` of them.
 
-Each haystack is indexed as the lab's ``default`` config does (``vestige.bench.runner``); each
+Each haystack is indexed as the lab's ``default`` config does (``diarist.bench.runner``); each
 question is searched with the default's options, and a recording stage in place of the second
 stage keeps the top 50 fused candidates it is handed (their session, fused score and date) and
 the question's "now". The MaxSim score of the top ``--depth`` is computed with
-``vestige.rerank.maxsim`` (token vectors cached in ``benchmarks/.cache/maxsim_tokens.sqlite``,
+``diarist.rerank.maxsim`` (token vectors cached in ``benchmarks/.cache/maxsim_tokens.sqlite``,
 so a rerun costs no model pass). ``benchmarks/maxsim_cv.py`` replays the stage from these rows.
 
 Rows are appended haystack by haystack, and a rerun skips the questions already written, so a
@@ -29,14 +29,14 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from vestige import settings
-from vestige.bench.configs import get_config
-from vestige.embed import get_embedder
-from vestige.bench.runner import APP, LOADERS, Runner
-from vestige.read.question import Question
-from vestige.rerank.base import Reranker
-from vestige.rerank.maxsim import MaxSimParams, MaxSimReranker, maxsim
-from vestige.types import Hit
+from diarist import settings
+from diarist.bench.configs import get_config
+from diarist.embed import get_embedder
+from diarist.bench.runner import APP, LOADERS, Runner
+from diarist.read.question import Question
+from diarist.rerank.base import Reranker
+from diarist.rerank.maxsim import MaxSimParams, MaxSimReranker, maxsim
+from diarist.types import Hit
 
 TOKEN_CACHE = "benchmarks/.cache/maxsim_tokens.sqlite"
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--depth", type=int, default=20, help="candidates scored by MaxSim (default 20)")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--stride", type=int, default=None, help="every Nth haystack only (as vestige bench --stride)")
+    parser.add_argument("--stride", type=int, default=None, help="every Nth haystack only (as diarist bench --stride)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--spread", type=int, default=10, help="haystack order: every SPREAD-th first")
     parser.add_argument("--embedder", default=None,

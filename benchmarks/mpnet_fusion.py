@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from vestige.bench import fusion_lab
+from diarist.bench import fusion_lab
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMPARED = ("vectors-only", "bm25-only", "convex", "shipped-convex")

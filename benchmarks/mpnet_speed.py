@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige.embed import get_embedder, quantize
-from vestige.embed.base import dequantize, normalise
+from diarist.embed import get_embedder, quantize
+from diarist.embed.base import dequantize, normalise
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json.gz"
 

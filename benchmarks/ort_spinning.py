@@ -15,7 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
 QUERY = "What did the user say about adopting a second cat last spring?"
 PASSAGE = ("The user mentioned that they moved to Lisbon in March and started learning Portuguese, "

@@ -1,15 +1,15 @@
-"""Peers benchmark: vestige against what a user would pick instead, same corpus, vectors, questions.
+"""Peers benchmark: diarist against what a user would pick instead, same corpus, vectors, questions.
 
     python benchmarks/peers.py --sizes 10000,100000 [--systems all] [--repeats 3] [--plot]
     python benchmarks/peers.py --plot-only          # redraw benchmarks/results/peers/s24/peers.png
-    python benchmarks/peers.py --sizes 1000000 --systems numpy,vestige --keep-other-rows "WHY"
+    python benchmarks/peers.py --sizes 1000000 --systems numpy,diarist --keep-other-rows "WHY"
                                                     # re-run some systems, keep (and mark) the others
 
 The corpus is benchmarks/scale.py's, built by its own helpers (imported, not copied): real
 LongMemEval_S haystack text packed into ~1,100-character chunks, synthetic clustered 384-d
-vectors (a Gaussian mixture around real MiniLM vectors, int8 in vestige), 200 real LongMemEval
-questions each with a synthetic query vector. A "prepare" subprocess builds the vestige store with
-``scale.build`` (vestige's build, timed there) and exports every chunk's id, text and its
+vectors (a Gaussian mixture around real MiniLM vectors, int8 in diarist), 200 real LongMemEval
+questions each with a synthetic query vector. A "prepare" subprocess builds the diarist store with
+``scale.build`` (diarist's build, timed there) and exports every chunk's id, text and its
 dequantised float32 vector: every peer gets exactly those vectors and texts, and the exact numpy
 top-200 of every question (the recall reference). Then every system runs in its own subprocess,
 one after the other (clean RSS): build, one warm-up pass (dense recall@200 against exact), then
@@ -22,13 +22,13 @@ of that process). Every system ranks 200 deep per channel and returns its top 10
 * ``sqlite_fts5_numpy``: SQLite FTS5 (unicode61, bm25, OR of the question's terms) + numpy, RRF;
 * ``chromadb``: chromadb's persistent client (its HNSW, cosine, default ef), dense only;
 * ``lancedb``: LanceDB hybrid query (flat vector scan + native FTS, RRF reranker);
-* ``vestige``: ``vestige.Memory`` on the SQLite file, hybrid search as shipped (``dense="auto"``:
+* ``diarist``: ``diarist.Memory`` on the SQLite file, hybrid search as shipped (``dense="auto"``:
   the HNSW graph of the ``ann`` extra from 75k chunks, when usearch is installed; no second stage);
-* ``vestige_vectors``: the same, vectors only (``lexical_fusion=False``);
-* ``vestige_exact``: hybrid with ``dense="exact"`` (what the default install, without usearch, runs).
+* ``diarist_vectors``: the same, vectors only (``lexical_fusion=False``);
+* ``diarist_exact``: hybrid with ``dense="exact"`` (what the default install, without usearch, runs).
 
-Peers are imported inside their own function: the script runs with only vestige installed
-(``numpy``, ``sqlite_fts5_numpy``, ``vestige``, ``vestige_vectors``); a peer that is missing
+Peers are imported inside their own function: the script runs with only diarist installed
+(``numpy``, ``sqlite_fts5_numpy``, ``diarist``, ``diarist_vectors``); a peer that is missing
 or fails is recorded with its error and the run goes on. Nothing downloads a model: chromadb
 gets the embeddings explicitly (``embedding_function=None``, telemetry off).
 """
@@ -54,15 +54,15 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import scale  # benchmarks/scale.py: corpus, vectors, questions, the vestige build
+import scale  # benchmarks/scale.py: corpus, vectors, questions, the diarist build
 
 RESULTS = HERE / "results" / "peers" / "s24"  # the committed run; a new one: --out-dir results/peers/NAME
 DEPTH = scale.DEPTH  # 200: every channel ranks this deep
 K = 10  # every system returns its top 10
 RRF_K = 60
-ALWAYS = ("numpy", "sqlite_fts5_numpy", "vestige", "vestige_vectors", "vestige_exact")
-SYSTEMS = ("numpy", "bm25s_numpy", "sqlite_fts5_numpy", "chromadb", "lancedb", "vestige", "vestige_vectors",
-           "vestige_exact")
+ALWAYS = ("numpy", "sqlite_fts5_numpy", "diarist", "diarist_vectors", "diarist_exact")
+SYSTEMS = ("numpy", "bm25s_numpy", "sqlite_fts5_numpy", "chromadb", "lancedb", "diarist", "diarist_vectors",
+           "diarist_exact")
 log = scale.log
 
 
@@ -99,21 +99,21 @@ def rrf(*rankings) -> list[int]:
     return sorted(scores, key=lambda c: (-scores[c], c))[:K]
 
 
-# -- prepare: the vestige build and the shared corpus ------------------------------------------
+# -- prepare: the diarist build and the shared corpus ------------------------------------------
 
 
 def prepare(size: int, work: Path, n_queries: int, n_records: int | None) -> None:
-    from vestige import lexical
-    from vestige.embed.base import dequantize
-    from vestige.memory import Memory
+    from diarist import lexical
+    from diarist.embed.base import dequantize
+    from diarist.memory import Memory
 
     with gzip.open(scale.LONGMEMEVAL) as f:
         records = json.load(f)
-    vdir = work / "vestige"
+    vdir = work / "diarist"
     shutil.rmtree(vdir, ignore_errors=True)
     vdir.mkdir(parents=True)
     path = vdir / "store.sqlite"
-    log(f"[prepare {size}] vestige build (scale.build) into {path}")
+    log(f"[prepare {size}] diarist build (scale.build) into {path}")
     t0 = time.perf_counter()
     info = scale.build(path, size, records[:n_records] if n_records else records)
     info["scale_build_wall_s"] = time.perf_counter() - t0
@@ -142,7 +142,7 @@ def prepare(size: int, work: Path, n_queries: int, n_records: int | None) -> Non
     ref = np.stack([numpy_top(matrix, ids, q) for q in qvecs])
     np.savez(work / "corpus.npz", ids=ids, matrix=matrix, qvecs=qvecs, ref=ref)
     (work / "texts.json").write_text(json.dumps({"texts": texts, "questions": texts_q}))
-    (work / "vestige_build.json").write_text(json.dumps(info, default=str))
+    (work / "diarist_build.json").write_text(json.dumps(info, default=str))
     log(f"[prepare {size}] {len(ids)} chunks, {len(texts_q)} questions; {info}")
 
 
@@ -210,7 +210,7 @@ def sys_bm25s_numpy(c: Corpus, tmp: Path):
 def sys_sqlite_fts5_numpy(c: Corpus, tmp: Path):
     import sqlite3
 
-    from vestige import lexical
+    from diarist import lexical
 
     path = tmp / "fts.sqlite"
     state = {}
@@ -226,7 +226,7 @@ def sys_sqlite_fts5_numpy(c: Corpus, tmp: Path):
         state["conn"], state["m"] = conn, np.ascontiguousarray(c.matrix.copy())
 
     dense = _dense_exact(state, c)
-    # The question's terms as vestige analyses them (lower-cased words, English stopwords out),
+    # The question's terms as diarist analyses them (lower-cased words, English stopwords out),
     # OR-ed: BM25 semantics (any term), not FTS5's default AND.
     terms = [lexical.analyze(q) for q in c.questions]
 
@@ -319,10 +319,10 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _sys_vestige(c: Corpus, tmp: Path, lexical: bool, dense_mode: str = "auto"):
-    from vestige.memory import Memory
+def _sys_diarist(c: Corpus, tmp: Path, lexical: bool, dense_mode: str = "auto"):
+    from diarist.memory import Memory
 
-    path = c.work / "vestige" / "store.sqlite"
+    path = c.work / "diarist" / "store.sqlite"
     lookup = dict(zip(c.questions, c.qvecs))
     state = {}
 
@@ -339,22 +339,22 @@ def _sys_vestige(c: Corpus, tmp: Path, lexical: bool, dense_mode: str = "auto"):
     def disk():
         return disk_bytes(path, Path(f"{path}-wal"), Path(f"{path}.hnsw"))
 
-    info = {"version": _version("vestige"), "usearch": _version("usearch"),
-            "measures": ("hybrid: vestige.Memory.search" if lexical else "vectors only: vestige.Memory.search "
+    info = {"version": _version("diarist"), "usearch": _version("usearch"),
+            "measures": ("hybrid: diarist.Memory.search" if lexical else "vectors only: diarist.Memory.search "
                          "(lexical_fusion=False)") + f", SQLite file, dense={dense_mode!r}, k=10, rerank=False"}
     return build, query, dense, disk, info
 
 
-def sys_vestige(c, tmp):
-    return _sys_vestige(c, tmp, True)
+def sys_diarist(c, tmp):
+    return _sys_diarist(c, tmp, True)
 
 
-def sys_vestige_vectors(c, tmp):
-    return _sys_vestige(c, tmp, False)
+def sys_diarist_vectors(c, tmp):
+    return _sys_diarist(c, tmp, False)
 
 
-def sys_vestige_exact(c, tmp):  # what the default install (no ``ann`` extra: no usearch) runs
-    return _sys_vestige(c, tmp, True, "exact")
+def sys_diarist_exact(c, tmp):  # what the default install (no ``ann`` extra: no usearch) runs
+    return _sys_diarist(c, tmp, True, "exact")
 
 
 # -- one system, one process ----------------------------------------------------------------
@@ -377,8 +377,8 @@ def worker(system: str, work: Path, repeats: int) -> dict:
     t0 = time.perf_counter()
     build()
     out["build_s"] = time.perf_counter() - t0
-    if system.startswith("vestige"):
-        vb = json.loads((work / "vestige_build.json").read_text())
+    if system.startswith("diarist"):
+        vb = json.loads((work / "diarist_build.json").read_text())
         # put_items with the vectors given + the term analysis + the HNSW graph (at >= 75k chunks)
         out["build_s"] = vb["store_write_s"] + vb["analyze_s"] + vb["first_search_and_graph_s"]
         out["build_detail"] = {"store_write_s": vb["store_write_s"], "analyze_s": vb["analyze_s"],
@@ -436,7 +436,7 @@ def run_size(size: int, args, systems: list[str]) -> dict:
         if args.records:
             cmd += ["--records", str(args.records)]
         subprocess.run(cmd, check=True, env=env)
-    result["vestige_build"] = json.loads((work / "vestige_build.json").read_text())
+    result["diarist_build"] = json.loads((work / "diarist_build.json").read_text())
     for system in systems:
         if system in args.skip_at.get(size, {}):
             result["systems"][system] = {"system": system, "error": args.skip_at[size][system]}
@@ -489,7 +489,7 @@ def plot(out_dir: Path, dest: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("chunks (one collection)")
     ax.set_ylabel("query p50 (ms, log)")
-    ax.set_title("vestige and peers: query latency p50 vs corpus size (2 shared cores)")
+    ax.set_title("diarist and peers: query latency p50 vs corpus size (2 shared cores)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -561,9 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--records", type=int, default=None,
                         help="build from only the first N LongMemEval records (smoke tests)")
-    parser.add_argument("--workdir", default="/tmp/vestige-peers")
+    parser.add_argument("--workdir", default="/tmp/diarist-peers")
     parser.add_argument("--out-dir", default=str(RESULTS))
-    parser.add_argument("--reuse", action="store_true", help="reuse a prepared corpus and vestige store")
+    parser.add_argument("--reuse", action="store_true", help="reuse a prepared corpus and diarist store")
     parser.add_argument("--worker-timeout", type=int, default=3600, help="seconds per system")
     parser.add_argument("--skip", action="append", default=[], metavar="SIZE:SYSTEM:WHY",
                         help="record SYSTEM at SIZE as not run, with the reason")

@@ -41,17 +41,17 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige import lexical
-from vestige.write.chunk import chunk_session
-from vestige.embed import get_embedder
-from vestige.embed.base import Embedder, normalise, quantize
-from vestige.embed.cache import EmbeddingCache
-from vestige.read.fusion import convex
-from vestige.ingest import locomo_sessions
-from vestige.memory import Memory
-from vestige.store.base import IndexedChunk, Item
-from vestige.store.sqlite import SQLiteStore
-from vestige.types import Chunk, Message
+from diarist import lexical
+from diarist.write.chunk import chunk_session
+from diarist.embed import get_embedder
+from diarist.embed.base import Embedder, normalise, quantize
+from diarist.embed.cache import EmbeddingCache
+from diarist.read.fusion import convex
+from diarist.ingest import locomo_sessions
+from diarist.memory import Memory
+from diarist.store.base import IndexedChunk, Item
+from diarist.store.sqlite import SQLiteStore
+from diarist.types import Chunk, Message
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LOCOMO = DATA / "locomo_dev.json.gz"
@@ -467,7 +467,7 @@ def bench_query_embedding(real: Embedder, queries: list[str]) -> tuple[dict, dic
 COLD = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from vestige import Memory
+from diarist import Memory
 t1 = time.perf_counter()
 memory = Memory(sys.argv[1])
 t2 = time.perf_counter()
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="corpus sizes in chunks")
     parser.add_argument("--out", default="perf_results.json", help="where to write the JSON results (a lab result: benchmarks/results/<topic>/<name>/, with a manifest)")
-    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "vestige-perf"), help="databases go here")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "diarist-perf"), help="databases go here")
     parser.add_argument("--repeats", type=int, default=3, help="repeats per measurement (medians are reported)")
     parser.add_argument("--queries", type=int, default=200, help="search queries per pass")
     parser.add_argument("--conversations", type=int, default=3, help="LoCoMo conversations to ingest")

@@ -8,7 +8,7 @@ What is timed: one ``store.put_items(app, items)`` call (one write transaction) 
 new sessions of ``--chunks`` chunks each, into a fresh schema (PostgreSQL) or a fresh file
 (SQLite), with everything precomputed before the clock starts: chunk texts (synthetic, words
 drawn from a Zipf law over a 5,000-word vocabulary, 40 words a chunk, so postings look like
-text's), their index terms (``vestige.lexical.analyze``) and their vectors (the hash embedder
+text's), their index terms (``diarist.lexical.analyze``) and their vectors (the hash embedder
 at 384 dimensions, int8). Reported: items/s and chunks/s, the median of ``--repeats`` runs,
 base and this tree alternating (each first in every other repeat) so that machine load falls on
 both alike, and the CPU seconds of the timing process (for SQLite all the work; for PostgreSQL the client's share).
@@ -53,11 +53,11 @@ def child(src: str, backend: str, location: str, sessions: int, chunks: int, see
     sys.path.insert(0, src)
     import numpy as np
 
-    from vestige.embed.base import normalise, quantize
-    from vestige.embed.hashing import HashEmbedder
-    from vestige.lexical import analyze
-    from vestige.store.base import IndexedChunk, Item
-    from vestige.types import Chunk, Message
+    from diarist.embed.base import normalise, quantize
+    from diarist.embed.hashing import HashEmbedder
+    from diarist.lexical import analyze
+    from diarist.store.base import IndexedChunk, Item
+    from diarist.types import Chunk, Message
 
     rng = np.random.default_rng(seed)
     vocab = [f"w{i}x" for i in range(VOCABULARY)]
@@ -76,11 +76,11 @@ def child(src: str, backend: str, location: str, sessions: int, chunks: int, see
         messages = tuple(Message("user", texts[s * chunks + j]) for j in range(chunks))
         items.append((Item("session", ext, "2024-01-01", ext, {"n": s}, messages), part))
     if backend == "postgres":
-        from vestige.store.postgres import PostgresStore
+        from diarist.store.postgres import PostgresStore
 
         store = PostgresStore(location)
     else:
-        from vestige.store.sqlite import SQLiteStore
+        from diarist.store.sqlite import SQLiteStore
 
         store = SQLiteStore(location)
     try:
@@ -153,7 +153,7 @@ def main() -> None:
     backends = [b for b in args.backends.split(",") if b]
     versions = {"base": None, "this": ROOT / "src"}
     runs: dict[str, dict[str, list[dict]]] = {b: {v: [] for v in versions} for b in backends}
-    with tempfile.TemporaryDirectory(prefix="vestige-bulk-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="diarist-bulk-") as tmp:
         versions["base"] = base_source(args.base, Path(tmp) / "base")
         server, pg, pg_base = start_server() if "postgres" in backends else (None, None, None)
         try:

@@ -12,7 +12,7 @@ int8. Ingested with known vectors through the store contract (``PostgresStore.pu
 ``IndexedChunk``s, one write transaction per app, or per 1,000 chunks for the single app): no
 embedding.
 
-Search is ``vestige.read.search.run_search`` (the lexical and dense channels, the default fusion, chunk
+Search is ``diarist.read.search.run_search`` (the lexical and dense channels, the default fusion, chunk
 fetch; k=10, depth 200, no second stage) with an embedder that returns a fixed query vector
 (a centre plus noise) and a query text of real words drawn from the corpus. Reported:
 
@@ -43,12 +43,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from vestige.embed.base import normalise, quantize  # noqa: E402
-from vestige.lexical import LexicalChannel, analyze  # noqa: E402
-from vestige.read.search import Channels, SearchSettings, run_search  # noqa: E402
-from vestige.store.base import IndexedChunk, Item  # noqa: E402
-from vestige.types import Chunk, Message  # noqa: E402
-from vestige.vectors import ExactDenseIndex, dense_index  # noqa: E402
+from diarist.embed.base import normalise, quantize  # noqa: E402
+from diarist.lexical import LexicalChannel, analyze  # noqa: E402
+from diarist.read.search import Channels, SearchSettings, run_search  # noqa: E402
+from diarist.store.base import IndexedChunk, Item  # noqa: E402
+from diarist.types import Chunk, Message  # noqa: E402
+from diarist.vectors import ExactDenseIndex, dense_index  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "longmemeval_s_dev.json.gz"
 DIM = 384
@@ -179,8 +179,8 @@ def filtered_scan(store, apps, qs) -> dict:
 
 
 def multi_app(url: str, corpus: Corpus, apps: int, per_app: int, queries: int, seed: int) -> dict:
-    from vestige.store.postgres import PostgresStore
-    from vestige.store.postgres.dense import PgvectorDenseIndex
+    from diarist.store.postgres import PostgresStore
+    from diarist.store.postgres.dense import PgvectorDenseIndex
 
     store = PostgresStore(url, max_size=4)
     rng = np.random.default_rng(seed)
@@ -242,8 +242,8 @@ def multi_app(url: str, corpus: Corpus, apps: int, per_app: int, queries: int, s
 
 
 def single_app(url: str, corpus: Corpus, size: int, queries: int, seed: int) -> dict:
-    from vestige.store.postgres import PostgresStore
-    from vestige.store.postgres.dense import PgvectorDenseIndex
+    from diarist.store.postgres import PostgresStore
+    from diarist.store.postgres.dense import PgvectorDenseIndex
 
     store = PostgresStore(url, max_size=4)
     rng = np.random.default_rng(seed)

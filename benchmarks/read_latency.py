@@ -5,7 +5,7 @@
 
 The database is scale.py's (real LongMemEval_S text, synthetic clustered vectors, built once
 under --workdir and reused). The baseline tree's package is copied under another name
-(``vestige_base``: its imports are relative) so that both run in this one process on the same
+(``diarist_base``: its imports are relative) so that both run in this one process on the same
 file, and every query is timed with every variant in turn, the order rotating from query to
 query, so that load on a shared machine hits all alike. Each times ``Memory.search`` (k=32,
 the default second stage, the default dense index, no floor: the lookup embedder has none)
@@ -37,30 +37,30 @@ sys.path.insert(0, str(HERE))
 
 from scale import APP, LONGMEMEVAL, LookupEmbedder, build, finish, queries  # noqa: E402
 
-from vestige.memory import Memory  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
 
 VARIANTS = ("baseline", "chunks", "default", "explain")
 
 
 def baseline_memory(src: str, workdir: Path, path: Path, lookup: dict) -> object:
-    """A Memory of the baseline tree, imported as ``vestige_base``, with the lookup embedder."""
+    """A Memory of the baseline tree, imported as ``diarist_base``, with the lookup embedder."""
     copy = workdir / "baseline_pkg"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(Path(src) / "vestige", copy / "vestige_base", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(src) / "diarist", copy / "diarist_base", ignore=shutil.ignore_patterns("__pycache__"))
     sys.path.insert(0, str(copy))
-    base_embedder = importlib.import_module("vestige_base.embed.base").Embedder
+    base_embedder = importlib.import_module("diarist_base.embed.base").Embedder
     methods = {k: v for k, v in vars(LookupEmbedder).items() if not k.startswith("__") or k == "__init__"}
     embedder = type("BaseLookupEmbedder", (base_embedder,), methods)(lookup)
-    return importlib.import_module("vestige_base.memory").Memory(path, embedder=embedder, floor=None)
+    return importlib.import_module("diarist_base.memory").Memory(path, embedder=embedder, floor=None)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", required=True, help="src folder of the vestige to compare with")
+    parser.add_argument("--baseline", required=True, help="src folder of the diarist to compare with")
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--workdir", default="/tmp/vestige-scale")
+    parser.add_argument("--workdir", default="/tmp/diarist-scale")
     parser.add_argument("--out")
     args = parser.parse_args(argv)
     work = Path(args.workdir)

@@ -108,7 +108,7 @@ def scale() -> str:
     return table + "\n\n" + facts
 
 
-PEER_SYSTEMS = ["numpy", "bm25s_numpy", "sqlite_fts5_numpy", "chromadb", "lancedb", "vestige", "vestige_exact"]
+PEER_SYSTEMS = ["numpy", "bm25s_numpy", "sqlite_fts5_numpy", "chromadb", "lancedb", "diarist", "diarist_exact"]
 
 
 def peers() -> str:

@@ -9,7 +9,7 @@ evidence into the dense ranking (dense pseudo-relevance feedback: Li et al., "Ps
 Feedback with Deep Language Models and Dense Retrievers: Successes and Pitfalls", TOIS 2023).
 
 The feedback is wrapped around the search for this run only; the run's config is named for it,
-so ``vestige bench verify`` and ``vestige bench compare`` read it like any other run.
+so ``diarist bench verify`` and ``diarist bench compare`` read it like any other run.
 
     python benchmarks/rocchio_feedback.py --dataset locomo --data ../shared/data/locomo_dev.json.gz \\
         --out benchmarks/results/explore-feedback/locomo
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-import vestige.memory as memory_module
-from vestige.bench.configs import get_config
-from vestige.bench.runner import DEFAULT_CACHE, run_benchmarks
-from vestige.read.search import Results
-from vestige.store.base import Store
+import diarist.memory as memory_module
+from diarist.bench.configs import get_config
+from diarist.bench.runner import DEFAULT_CACHE, run_benchmarks
+from diarist.read.search import Results
+from diarist.store.base import Store
 
 _plain_search = memory_module.run_search
 

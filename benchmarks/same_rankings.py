@@ -18,9 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vestige import lexical
-from vestige.bench.configs import get_config
-from vestige.bench.runner import run_benchmarks
+from diarist import lexical
+from diarist.bench.configs import get_config
+from diarist.bench.runner import run_benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
              if committed_analyzer(RESULTS / committed / c.name) != lexical.VERSION and c.channel != "dense"]
     if stale:
         print(f"committed runs of an earlier analyzer (lexical version {lexical.VERSION} now), so their BM25 "
-              f"rankings differ by design: {', '.join(stale)}; run them again with `vestige bench` first")
+              f"rankings differ by design: {', '.join(stale)}; run them again with `diarist bench` first")
         return 1
     out_root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="same-rankings-"))
     failed = False

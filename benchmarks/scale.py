@@ -14,7 +14,7 @@ medians over ``--repeats`` passes of every query, interleaved so load hits all a
   (``--sessions-per-call``; 0: every session in one call, the bulk path), then ``--appends``
   sessions added one call each (the median per call: what an append costs at that size);
 * numpy: the same int8 matrix dequantised once, ``M @ q`` plus an argpartition top-200 — the
-  physical floor the exact dense path is compared with (``ratio`` = vestige / numpy);
+  physical floor the exact dense path is compared with (``ratio`` = diarist / numpy);
 * dense exact, dense hnsw (ANN + exact re-rank), BM25 alone, hybrid ``Memory.search`` (k=32,
   no second stage) with each dense index; BM25 alone and the hnsw hybrid again with BM25 scored
   by numpy instead of the C extension (``*_numpy``; the same where it is not built);
@@ -22,7 +22,7 @@ medians over ``--repeats`` passes of every query, interleaved so load hits all a
 * cold start in a new process: open the file, first query (hybrid), per dense index.
 
 ``--build-only`` stops after the build and the cold starts. ``--baseline SRC`` (a ``src``
-folder of another vestige checkout) measures build and cold start side by side instead: each
+folder of another diarist checkout) measures build and cold start side by side instead: each
 repeat builds once with that tree and once with this one (in new processes, alternating, so
 load hits both alike), then cold starts with both on the same file:
 
@@ -46,11 +46,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige import lexical
-from vestige.embed.base import Embedder, dequantize, normalise, quantize
-from vestige.memory import Memory
-from vestige.store.base import IndexedChunk, Item
-from vestige.types import Chunk, Message
+from diarist import lexical
+from diarist.embed.base import Embedder, dequantize, normalise, quantize
+from diarist.memory import Memory
+from diarist.store.base import IndexedChunk, Item
+from diarist.types import Chunk, Message
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LONGMEMEVAL = DATA / "longmemeval_s_dev.json.gz"
@@ -239,7 +239,7 @@ sys.path.insert(0, sys.argv[5])
 t0 = time.perf_counter()
 from scale import LookupEmbedder
 import numpy as np
-from vestige import Memory
+from diarist import Memory
 t1 = time.perf_counter()
 q = sys.argv[2]
 emb = LookupEmbedder({q: np.asarray(json.loads(sys.argv[3]), np.float32)})
@@ -253,7 +253,7 @@ print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_query_s": t3 - 
 
 
 def source_env(src: str | None) -> dict[str, str] | None:
-    """The environment of a child process that imports vestige from ``src`` (None: this one)."""
+    """The environment of a child process that imports diarist from ``src`` (None: this one)."""
     if src is None:
         return None
     return os.environ | {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
@@ -279,7 +279,7 @@ import json, sys
 sys.path.insert(0, sys.argv[2])
 from scale import LookupEmbedder
 import numpy as np
-from vestige import Memory
+from diarist import Memory
 
 def rss_mb():
     with open("/proc/self/status") as f:
@@ -301,7 +301,7 @@ def resident(path: Path, dense: str, texts: list[str], vectors: np.ndarray) -> d
     the raw int8 vectors plus the posting bytes it indexes (the issue's yardstick)."""
     out = subprocess.run([sys.executable, "-c", RESIDENT, str(path), str(Path(__file__).parent), dense],
                          input=json.dumps({"texts": texts, "vectors": vectors.tolist()}),
-                         capture_output=True, text=True, check=True, env=source_env(os.environ.get("VESTIGE_SRC")))
+                         capture_output=True, text=True, check=True, env=source_env(os.environ.get("DIARIST_SRC")))
     row = json.loads(out.stdout.strip().splitlines()[-1])
     import sqlite3
 
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--workdir", default="/tmp/vestige-scale")
+    parser.add_argument("--workdir", default="/tmp/diarist-scale")
     parser.add_argument("--reuse", action="store_true", help="keep an existing database of that size")
     parser.add_argument("--cold-repeats", type=int, default=3)
     parser.add_argument("--appends", type=int, default=0,
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-only", action="store_true", help="only the build and the cold starts")
     parser.add_argument("--resident", action="store_true",
                         help="only the resident memory of a process that answered the queries (HNSW)")
-    parser.add_argument("--baseline", default=None, help="src folder of another vestige: build and cold start side by side")
+    parser.add_argument("--baseline", default=None, help="src folder of another diarist: build and cold start side by side")
     args = parser.parse_args(argv)
     if args.baseline:
         return compare(args)

@@ -1,6 +1,6 @@
 """Searches under load, with the server's memory watched (issue 31, "held": searches under load
 with flat memory). Builds a store of ``--sessions`` sessions (hash embedder unless ``--embedder``),
-starts ``vestige serve`` on it, and has ``--clients`` threads send ``--searches`` searches in all
+starts ``diarist serve`` on it, and has ``--clients`` threads send ``--searches`` searches in all
 (varied questions, keep-alive connections); the server's resident memory (VmRSS) is sampled
 every ``--every`` searches. Flat memory: after the warm-up (the first sample), the resident size
 does not keep growing with the number of searches served.
@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from vestige.memory import Memory
+from diarist.memory import Memory
 
 WORDS = ("garden river train ferry porto bike brakes tart servings recipe invoice meeting doctor "
          "holiday sister birthday guitar lesson python pathlib strings deadline budget vaccine").split()
@@ -49,7 +49,7 @@ def build(db: Path, sessions: int, embedder: str) -> str:
             turns = [{"role": "user" if t % 2 == 0 else "assistant",
                       "content": " ".join(rng.choice(WORDS) for _ in range(30))} for t in range(6)]
             memory.add_session(turns, app="load", session_id=f"s{n}")
-    out = subprocess.run([sys.executable, "-m", "vestige.cli", "keys", "create", "--db", str(db), "--app", "load"],
+    out = subprocess.run([sys.executable, "-m", "diarist.cli", "keys", "create", "--db", str(db), "--app", "load"],
                          capture_output=True, text=True, check=True)
     return out.stdout.split()[0]  # the key is the first word printed, once
 
@@ -67,7 +67,7 @@ def main() -> None:
         db = Path(tmp) / "load.sqlite"
         key = build(db, args.sessions, args.embedder)
         port = _free_port()
-        server = subprocess.Popen([sys.executable, "-m", "vestige.cli", "serve", "--db", str(db), "--port", str(port),
+        server = subprocess.Popen([sys.executable, "-m", "diarist.cli", "serve", "--db", str(db), "--port", str(port),
                                    "--log-level", "warning"], env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
         try:
             for _ in range(300):

@@ -8,11 +8,11 @@ server opens it with the real default embedder: every query is embedded by the r
 dense index is the server's default (``auto``: the exact int8 scan below 200,000 chunks; a graph
 left beside the file would be used instead, and at 100k it measured slower: 44 against 24 ms).
 
-Two servers run in this process (uvicorn, vestige's protocol, one worker each), one per
+Two servers run in this process (uvicorn, diarist's protocol, one worker each), one per
 spinning setting, each with its own ``Memory`` on the same file. Each real LongMemEval question
 is sent over HTTP with a key, to one server then the other (the order alternating), ``--repeats``
 times. Timers wrap the route's parts (auth, the app list, ``Memory.search``, the whole ASGI
-app) and the read path's stages (``vestige.read.search.stages``: the stages the trace records),
+app) and the read path's stages (``diarist.read.search.stages``: the stages the trace records),
 the question's parsing, the query's embedding and each channel's search. Medians per request:
 
 * HTTP: uvicorn's parsing, the loopback and the client (the client's time minus the app's);
@@ -49,11 +49,11 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402  (benchmarks/scale.py: the corpus and its build)
 
-from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder  # noqa: E402
-from vestige.keys import KeyStore  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
-from vestige.read import search as read_path  # noqa: E402
-from vestige.server.app import RequestTimeoutProtocol, create_app  # noqa: E402
+from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder  # noqa: E402
+from diarist.keys import KeyStore  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.read import search as read_path  # noqa: E402
+from diarist.server.app import RequestTimeoutProtocol, create_app  # noqa: E402
 
 #: The request being measured (sequential phase only): part -> milliseconds, summed.
 CURRENT: dict[str, float] = defaultdict(float)

@@ -1,14 +1,14 @@
-"""What `vestige sync` costs next to `vestige ingest` on real notes: a first pass, and a re-sync
+"""What `diarist sync` costs next to `diarist ingest` on real notes: a first pass, and a re-sync
 after editing 3 notes and deleting 1 of 500 (issue 28's "3 changed of 500").
 
 Every command runs as a user runs it (one process each, the model loaded in each; wall seconds):
 
 - first pass (``--first-notes`` notes, ``--repeats`` times, each in a fresh folder and database):
-  `vestige ingest DIR`, `vestige sync DIR`, and the embedder alone on the same texts (one call in
+  `diarist ingest DIR`, `diarist sync DIR`, and the embedder alone on the same texts (one call in
   this process: the stored chunks' dense texts);
 - re-sync (``--notes`` notes, synced once; that first sync is timed too): ``--repeats`` times, 3
-  other notes get a sentence appended and 1 other is deleted, then `vestige sync DIR` (only the 3
-  are read and embedded, the deleted note's memory deleted) and `vestige ingest DIR` into a copy
+  other notes get a sentence appended and 1 other is deleted, then `diarist sync DIR` (only the 3
+  are read and embedded, the deleted note's memory deleted) and `diarist ingest DIR` into a copy
   of the database taken after the first sync (every note read and parsed, the changed ones
   embedded; ingest never deletes).
 
@@ -55,14 +55,14 @@ def pick_notes(vault: Path, n: int, min_bytes: int, max_bytes: int) -> list[Path
     return found[:n]
 
 
-def vestige(*args: str) -> tuple[float, str]:
-    """Run the vestige command of this tree; (wall seconds, stdout)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "VESTIGE_DB": ""}
+def diarist(*args: str) -> tuple[float, str]:
+    """Run the diarist command of this tree; (wall seconds, stdout)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DIARIST_DB": ""}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "vestige.cli", *args], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "diarist.cli", *args], env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"vestige {' '.join(args)} failed: {done.stderr[-2000:]}")
+        raise SystemExit(f"diarist {' '.join(args)} failed: {done.stderr[-2000:]}")
     return seconds, done.stdout
 
 
@@ -93,8 +93,8 @@ def copy_notes(notes: list[Path], vault: Path, folder: Path) -> list[str]:
 def first_pass(notes: list[Path], vault: Path, work: Path, extra: list[str]) -> dict:
     folder = work / "notes"
     copy_notes(notes, vault, folder)
-    ingest_s, _ = vestige("ingest", str(folder), "--db", str(work / "ingest.sqlite"), "--app", "bench", *extra)
-    sync_s, out = vestige("sync", str(folder), "--db", str(work / "sync.sqlite"), "--app", "bench", "--json", *extra)
+    ingest_s, _ = diarist("ingest", str(folder), "--db", str(work / "ingest.sqlite"), "--app", "bench", *extra)
+    sync_s, out = diarist("sync", str(folder), "--db", str(work / "sync.sqlite"), "--app", "bench", "--json", *extra)
     assert len(json.loads(out)["added"]) == len(notes)
     return {"ingest_s": ingest_s, "sync_s": sync_s, "texts": dense_texts(work / "sync.sqlite")}
 
@@ -109,7 +109,7 @@ def embedder_alone(model, texts: list[str]) -> float:
 def resyncs(notes: list[Path], vault: Path, work: Path, extra: list[str], repeats: int, model, save) -> dict:
     folder, sync_db, ingest_db = work / "notes", work / "sync.sqlite", work / "ingest.sqlite"
     relative = copy_notes(notes, vault, folder)
-    first_s, out = vestige("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json", *extra)
+    first_s, out = diarist("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json", *extra)
     assert len(json.loads(out)["added"]) == len(notes)
     result = {"first_sync_s": round(first_s, 2), "first_sync_tokens": count(model, dense_texts(sync_db)), "runs": []}
     save(result)
@@ -120,10 +120,10 @@ def resyncs(notes: list[Path], vault: Path, work: Path, extra: list[str], repeat
             with open(folder / name, "a", encoding="utf-8") as f:
                 f.write("\n" + EDITED + "\n")
         (folder / deleted).unlink()
-        sync_s, out = vestige("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json")
+        sync_s, out = diarist("sync", str(folder), "--db", str(sync_db), "--app", "bench", "--json")
         report = json.loads(out)
         assert sorted(report["changed"]) == changed and report["deleted"] == [deleted], report
-        ingest_s, _ = vestige("ingest", str(folder), "--db", str(ingest_db), "--app", "bench")
+        ingest_s, _ = diarist("ingest", str(folder), "--db", str(ingest_db), "--app", "bench")
         marks = ",".join("?" * len(changed))
         tokens = count(model, dense_texts(sync_db, f"AND s.external_id IN ({marks})", tuple(changed)))
         result["runs"].append({"resync_s": round(sync_s, 2), "reingest_s": round(ingest_s, 2), "changed_tokens": tokens,
@@ -147,11 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--first-repeats", type=int, default=None,
                         help="Repeats of the first pass (default --repeats; 0: re-sync only).")
-    parser.add_argument("--embedder", default=None, help="Default: vestige's default embedder.")
+    parser.add_argument("--embedder", default=None, help="Default: diarist's default embedder.")
     parser.add_argument("--out", type=Path, required=True, help="Folder for results.json.")
     args = parser.parse_args(argv)
-    from vestige import settings
-    from vestige.embed import get_embedder
+    from diarist import settings
+    from diarist.embed import get_embedder
 
     model = get_embedder(args.embedder or settings.EMBEDDER)
     extra = ["--embedder", args.embedder] if args.embedder else []

@@ -1,10 +1,10 @@
 """Cross-validate the weight of the second stage's time signal, on the committed candidate pools.
 
-The default second stage (``vestige.rerank.evidence``, signal ``time``) re-orders the top 50
+The default second stage (``diarist.rerank.evidence``, signal ``time``) re-orders the top 50
 fused chunks by Reciprocal Rank Fusion of two rankings with equal weight: the fused order and
 the order by distance to the span the question names. This script gives the time ranking a
 weight ``w`` (``1 / (60 + fused rank) + w / (60 + time rank)``; w = 1 is what ships, w = 0 is
-no second stage) and chooses ``w`` as every fitted value is chosen (``vestige.bench.fusion_lab``):
+no second stage) and chooses ``w`` as every fitted value is chosen (``diarist.bench.fusion_lab``):
 fit on one dataset and test on the other, and 5 folds by haystack, objective the mean of
 recall_any@1/@5/@10 and NDCG@10 over both datasets.
 
@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vestige import settings
-from vestige.bench import fusion_lab as lab
-from vestige.dates import normalise_date
-from vestige.read.fusion import RRF_K
-from vestige.rerank.evidence import EvidenceReranker
-from vestige.types import Hit
+from diarist import settings
+from diarist.bench import fusion_lab as lab
+from diarist.dates import normalise_date
+from diarist.read.fusion import RRF_K
+from diarist.rerank.evidence import EvidenceReranker
+from diarist.types import Hit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = ("locomo", "longmemeval")

@@ -1,15 +1,15 @@
 """The inspector's latency at 100k chunks: the first page and the Ask page, over real HTTP.
 
-    python benchmarks/ui_latency.py [--size 100000] [--repeats 10] [--workdir /tmp/vestige-ui-bench]
+    python benchmarks/ui_latency.py [--size 100000] [--repeats 10] [--workdir /tmp/diarist-ui-bench]
         [--out benchmarks/results/ui/latency_100k.json]
 
 The store is scale.py's (real LongMemEval_S text packed into ~1,100-character chunks, synthetic
 clustered vectors, one app), built once into the work folder and reused while it has the size
-asked for. The pages are served by ``vestige ui``'s app (uvicorn on loopback, in this process)
+asked for. The pages are served by ``diarist ui``'s app (uvicorn on loopback, in this process)
 and fetched with httpx, as a browser would fetch their HTML. Timed, each a median (and the
 slowest) over ``--repeats`` passes, interleaved so load hits all alike, after one untimed pass:
 
-* ``apps``: /ui/, the apps with their counts (what `vestige ui` opens on);
+* ``apps``: /ui/, the apps with their counts (what `diarist ui` opens on);
 * ``memories``: /ui/apps/bench, the first page of the app's memories (50, each read whole);
 * ``ask``: /ui/apps/bench/ask?q=..., a different LongMemEval question each pass: the hits with
   their why and the context block (two searches, with the default second stage).
@@ -35,8 +35,8 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import APP, LONGMEMEVAL, LookupEmbedder, build, log, queries  # noqa: E402
 
-from vestige.memory import Memory  # noqa: E402
-from vestige.ui import local_app  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.ui import local_app  # noqa: E402
 
 TARGETS_MS = {"apps": 300, "memories": 300, "ask": 500}
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000, help="chunks in the app")
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--workdir", default="/tmp/vestige-ui-bench")
+    parser.add_argument("--workdir", default="/tmp/diarist-ui-bench")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     with gzip.open(LONGMEMEVAL) as f:

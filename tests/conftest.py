@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 # onnxruntime before anything imports usearch (test_hnsw does, at collection): the other order
-# crashes the process (see vestige.vectors.hnsw). onnx_minilm sets ORT_DISABLE_TELEMETRY first.
-import vestige.embed.onnx_minilm  # noqa: F401,E402
+# crashes the process (see diarist.vectors.hnsw). onnx_minilm sets ORT_DISABLE_TELEMETRY first.
+import diarist.embed.onnx_minilm  # noqa: F401,E402
 import onnxruntime  # noqa: F401,E402,I001
 
-from vestige.embed import get_embedder
-from vestige.memory import Memory
+from diarist.embed import get_embedder
+from diarist.memory import Memory
 
 from pg_server import pg_server  # noqa: F401  (a real PostgreSQL server, session-scoped)
 
@@ -110,7 +110,7 @@ def make_sessions(n: int, seed: int = 0, prefix: str = "s", turns: int = 4) -> l
 
 
 def add_all(mem: Memory, sessions: list[dict[str, Any]], app: str = "default") -> None:
-    from vestige.write.validate import SessionInput
+    from diarist.write.validate import SessionInput
 
     mem.add_sessions([SessionInput(s["messages"], s["session_id"], s.get("date"), s.get("metadata", {})) for s in sessions], app=app)
 

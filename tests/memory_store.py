@@ -1,5 +1,5 @@
 """``DictStore``: a second ``Store``, in memory and in plain Python, written only against the
-contract (``vestige.store.base``) and the shared lexical upkeep (``vestige.lexical.postings``).
+contract (``diarist.store.base``) and the shared lexical upkeep (``diarist.lexical.postings``).
 
 It exists to keep the contract honest: the contract suite (``store_contract.py``) runs on it and
 on SQLite, and for the same sequence of calls it hands out the same chunk ids and ranks
@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from vestige import lexical
-from vestige.dates import now_iso
-from vestige.errors import StoreError
-from vestige.lexical import postings as lexical_postings
-from vestige.store.base import (
+from diarist import lexical
+from diarist.dates import now_iso
+from diarist.errors import StoreError
+from diarist.lexical import postings as lexical_postings
+from diarist.store.base import (
     KINDS,
     ItemVersion,
     AppCounts,
@@ -54,7 +54,7 @@ from vestige.store.base import (
     SyncedFile,
     VectorBatch,
 )
-from vestige.types import Chunk
+from diarist.types import Chunk
 
 
 def _check_kind(kind: str) -> None:

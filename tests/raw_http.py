@@ -1,5 +1,5 @@
 """Raw HTTP over loopback sockets, for the tests that send bytes no client library would (slow
-and stalled clients, ambiguous framing) to a real ``vestige serve`` or ``vestige mcp`` process.
+and stalled clients, ambiguous framing) to a real ``diarist serve`` or ``diarist mcp`` process.
 
 What those tests check is that the server closed a connection (EOF or reset); every socket
 timeout here is a hang guard only, far above the deadlines under test.
@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from test_server_support import VESTIGE, vestige_env, wait_for_http
+from test_server_support import DIARIST, diarist_env, wait_for_http
 
 GUARD = 30.0  # seconds: far beyond any server deadline the tests set
 
@@ -24,9 +24,9 @@ Address = tuple[str, int]
 
 
 @contextmanager
-def vestige_server(args: list[str], ready_url: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
-    """``vestige ARGS`` as a subprocess, once ``ready_url`` answers; stopped on exit."""
-    proc = subprocess.Popen([VESTIGE, *args], env=env or vestige_env(), stdout=subprocess.PIPE,
+def diarist_server(args: list[str], ready_url: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    """``diarist ARGS`` as a subprocess, once ``ready_url`` answers; stopped on exit."""
+    proc = subprocess.Popen([DIARIST, *args], env=env or diarist_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_for_http(ready_url, proc)

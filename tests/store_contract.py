@@ -1,5 +1,5 @@
 """The ``Store`` contract suite: what every storage backend must do, written against
-``vestige.store.base.Store`` only (plus the shared channels, ``LexicalChannel`` and
+``diarist.store.base.Store`` only (plus the shared channels, ``LexicalChannel`` and
 ``ExactDenseIndex``, that read a store through the contract).
 
 How a backend runs it (see ``test_store_contract.py``)::
@@ -33,12 +33,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vestige import lexical
-from vestige.embed.base import dequantize, normalise, quantize
-from vestige.errors import VestigeError
-from vestige.lexical import LexicalChannel, analyze
-from vestige.lexical.postings import BLOCK_BITS, unpack
-from vestige.store.base import (
+from diarist import lexical
+from diarist.embed.base import dequantize, normalise, quantize
+from diarist.errors import DiaristError
+from diarist.lexical import LexicalChannel, analyze
+from diarist.lexical.postings import BLOCK_BITS, unpack
+from diarist.store.base import (
     AppCounts,
     AppVersion,
     ChunkRow,
@@ -53,8 +53,8 @@ from vestige.store.base import (
     Store,
     SyncedFile,
 )
-from vestige.types import Chunk, Message
-from vestige.vectors import ExactDenseIndex
+from diarist.types import Chunk, Message
+from diarist.vectors import ExactDenseIndex
 
 DIM = 8
 
@@ -78,7 +78,7 @@ class Backend:
 
 def reference_store(folder: Path) -> Store:
     """The reference backend every other one must rank identically to."""
-    from vestige.store.sqlite import SQLiteStore
+    from diarist.store.sqlite import SQLiteStore
 
     return SQLiteStore(":memory:")
 
@@ -162,7 +162,7 @@ def term_postings(store: Store, app: str, term: str) -> dict[int, int]:
 
 
 def bm25(store: Store, app: str, terms: list[str]) -> dict[int, float]:
-    """Okapi BM25 (Lucene idf) written out here, independently of vestige.lexical.bm25."""
+    """Okapi BM25 (Lucene idf) written out here, independently of diarist.lexical.bm25."""
     lengths = store.doc_lengths(app)
     length = dict(zip(lengths.ids.tolist(), lengths.lengths.tolist()))
     n, avgdl = len(length), sum(length.values()) / len(length)
@@ -561,7 +561,7 @@ class StoreContract:
         assert store.item_history(A, "fact", "f1") == []
 
     def test_put_history_appends_versions_as_given(self, store: Store) -> None:
-        from vestige.errors import NotFound
+        from diarist.errors import NotFound
 
         store.put_items(A, [session("s1", "now")])
         old = [ItemVersion("2024-01-01T00:00:00+00:00", session("s1", "first", metadata={"v": 1})[0]),
@@ -1037,11 +1037,11 @@ class StoreContract:
 
     def test_a_key_hash_is_stored_once(self, store: Store) -> None:
         key = store.add_key(A, "hash-1", "vk_1", None, "2024-01-01T00:00:00")
-        with pytest.raises(VestigeError):
+        with pytest.raises(DiaristError):
             store.add_key(B, "hash-1", "vk_2", None, "2024-01-02T00:00:00")
         assert store.list_keys(include_revoked=True) == [key]
 
-    # -- synced files (vestige sync) ------------------------------------------------------------
+    # -- synced files (diarist sync) ------------------------------------------------------------
 
     def test_synced_files_are_recorded_replaced_and_dropped(self, store: Store) -> None:
         assert store.synced_files(A) == []

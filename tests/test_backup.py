@@ -1,5 +1,5 @@
-"""Backup and restore: `vestige backup` copies a live database consistently while writers run;
-`vestige restore` puts a backup in place, and refuses anything that is not a sound vestige
+"""Backup and restore: `diarist backup` copies a live database consistently while writers run;
+`diarist restore` puts a backup in place, and refuses anything that is not a sound diarist
 database. A restored database answers the same searches as the source did at backup time."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.errors import ConfigError, StoreError
-from vestige.memory import Memory
-from vestige.store.base import Store
-from vestige.store.sqlite import backup as backup_module
+from diarist.cli import main
+from diarist.errors import ConfigError, StoreError
+from diarist.memory import Memory
+from diarist.store.base import Store
+from diarist.store.sqlite import backup as backup_module
 
 from conftest import add_all, make_sessions
 
@@ -276,7 +276,7 @@ def test_restore_with_force_replaces_a_file_that_is_not_sqlite(tmp_path: Path):
         assert answers(mem) == at_a
 
 
-def test_restore_refuses_what_is_not_a_vestige_database(tmp_path: Path):
+def test_restore_refuses_what_is_not_a_diarist_database(tmp_path: Path):
     _, bak, _, _ = _source_with_backup(tmp_path)
     text = tmp_path / "notes.txt"
     text.write_text("hello, not a database\n" * 100)
@@ -299,10 +299,10 @@ def test_restore_refuses_what_is_not_a_vestige_database(tmp_path: Path):
         data[n * page + 100 : n * page + 3000] = bytes(range(256)) * 11 + bytes(100)
     damaged.write_bytes(bytes(data))
     cases = {
-        text: "is not a vestige database (not a SQLite file)",
-        empty: "is not a vestige database (an empty SQLite file)",
-        other: "is not a vestige database (a SQLite database of another program)",
-        newer: "is newer than this vestige",
+        text: "is not a diarist database (not a SQLite file)",
+        empty: "is not a diarist database (an empty SQLite file)",
+        other: "is not a diarist database (a SQLite database of another program)",
+        newer: "is newer than this diarist",
         damaged: "is corrupt",
         tmp_path / "missing.sqlite": "no backup at",
     }
@@ -336,7 +336,7 @@ def test_restore_between_page_sizes_reaches_open_readers(tmp_path: Path, monkeyp
     """Files made by earlier versions have 4 KiB pages, new ones 16 KiB. A database in WAL mode
     cannot change its page size, and the backup API copies pages as they are: a restore across
     the two rewrites the copy with the target's page size, and open readers see the backup."""
-    from vestige.store.sqlite import connection
+    from diarist.store.sqlite import connection
 
     with monkeypatch.context() as patched:
         if old == "backup":
@@ -363,7 +363,7 @@ def test_restore_between_page_sizes_reaches_open_readers(tmp_path: Path, monkeyp
 
 
 def test_new_files_have_16k_pages_and_old_files_keep_theirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from vestige.store.sqlite import connection
+    from diarist.store.sqlite import connection
 
     with Memory(tmp_path / "new.sqlite", embedder="hash") as mem:
         add_all(mem, make_sessions(2, seed=1), app="a")
@@ -383,7 +383,7 @@ def test_new_files_have_16k_pages_and_old_files_keep_theirs(tmp_path: Path, monk
 
 def test_compact_moves_an_old_file_to_16k_pages_and_gives_back_deleted_space(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch):
-    from vestige.store.sqlite import connection
+    from diarist.store.sqlite import connection
 
     db = tmp_path / "old.sqlite"
     with monkeypatch.context() as patched:
@@ -424,7 +424,7 @@ def test_compact_refuses_a_file_another_program_holds_and_changes_nothing(tmp_pa
         holder.close()
 
 
-def test_compact_refuses_what_is_not_a_vestige_sqlite_file(tmp_path: Path):
+def test_compact_refuses_what_is_not_a_diarist_sqlite_file(tmp_path: Path):
     runner = CliRunner()
     missing = runner.invoke(main, ["compact", "--db", str(tmp_path / "none.sqlite")])
     assert missing.exit_code == 1 and "no database at" in missing.output
@@ -440,7 +440,7 @@ def test_compact_refuses_what_is_not_a_vestige_sqlite_file(tmp_path: Path):
 
 
 def test_doctor_suggests_compact_for_a_file_of_4k_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from vestige.store.sqlite import connection
+    from diarist.store.sqlite import connection
 
     old, new = tmp_path / "old.sqlite", tmp_path / "new.sqlite"
     with monkeypatch.context() as patched:
@@ -451,11 +451,11 @@ def test_doctor_suggests_compact_for_a_file_of_4k_pages(tmp_path: Path, monkeypa
         add_all(mem, make_sessions(2, seed=1), app="a")
     runner = CliRunner()
     said = runner.invoke(main, ["doctor", "--db", str(old), "--embedder", "hash"])
-    assert said.exit_code == 0 and "pages of 4096 bytes" in said.output and "vestige compact" in said.output
+    assert said.exit_code == 0 and "pages of 4096 bytes" in said.output and "diarist compact" in said.output
     quiet = runner.invoke(main, ["doctor", "--db", str(new), "--embedder", "hash"])
-    assert quiet.exit_code == 0 and "vestige compact" not in quiet.output
+    assert quiet.exit_code == 0 and "diarist compact" not in quiet.output
     import gc
 
     gc.collect()  # the CLI's commands leave their memory to the process's end: close doctor's here
     assert runner.invoke(main, ["compact", "--db", str(old)]).exit_code == 0
-    assert "vestige compact" not in runner.invoke(main, ["doctor", "--db", str(old), "--embedder", "hash"]).output
+    assert "diarist compact" not in runner.invoke(main, ["doctor", "--db", str(old), "--embedder", "hash"]).output

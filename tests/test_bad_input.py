@@ -1,4 +1,4 @@
-"""Broken files at the CLI door: `vestige ingest` answers one line naming the file and the
+"""Broken files at the CLI door: `diarist ingest` answers one line naming the file and the
 record, exits 1, and stores nothing at all (every record is checked before anything is stored).
 
 Findings this guards (the old build): a file whose record 151 had a lone-surrogate session id
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.memory import Memory
+from diarist.cli import main
+from diarist.memory import Memory
 
 from conftest import db_dump, make_sessions
 
@@ -246,8 +246,8 @@ sys.meta_path.insert(0, Block())
 for name in list(sys.modules):
     if name.split('.')[0] in {blocked!r}:
         del sys.modules[name]
-from vestige.cli import main
-sys.argv = ['vestige', *sys.argv[1:]]
+from diarist.cli import main
+sys.argv = ['diarist', *sys.argv[1:]]
 main()
 """
 
@@ -266,5 +266,5 @@ def test_server_commands_without_the_extra_name_the_install_command(tmp_path, co
                            "--embedder", "hash"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     line = _last_line_is_the_error(proc.stderr)
-    assert line == f"Error: vestige {command[0]} needs the server extra: pip install 'vestige[server]'"
+    assert line == f"Error: diarist {command[0]} needs the server extra: pip install 'diarist[server]'"
     assert not db.exists()  # nothing was created before the check

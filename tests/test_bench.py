@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vestige.bench.cli import bench
-from vestige.bench.data import parse_evidence
-from vestige.bench.extract import condense
-from vestige.bench.metrics import session_metrics
-from vestige.bench.report import find_runs, sign_test, verify_run
-from vestige.bench.runner import Chunker
-from vestige.embed import get_embedder
-from vestige.types import Message
+from diarist.bench.cli import bench
+from diarist.bench.data import parse_evidence
+from diarist.bench.extract import condense
+from diarist.bench.metrics import session_metrics
+from diarist.bench.report import find_runs, sign_test, verify_run
+from diarist.bench.runner import Chunker
+from diarist.embed import get_embedder
+from diarist.types import Message
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -14,10 +14,10 @@ import threading
 import numpy as np
 import pytest
 
-import vestige.lexical.bm25 as bm25
-from vestige.lexical.bm25 import K1, B, Layout, score_blocks
-from vestige.lexical.postings import BLOCK_BITS, BLOCK_SIZE, pack
-from vestige.store.base import DocLengths
+import diarist.lexical.bm25 as bm25
+from diarist.lexical.bm25 import K1, B, Layout, score_blocks
+from diarist.lexical.postings import BLOCK_BITS, BLOCK_SIZE, pack
+from diarist.store.base import DocLengths
 
 needs_kernel = pytest.mark.skipif(bm25.kernel is None, reason="the C extension is not built")
 
@@ -223,7 +223,7 @@ def test_the_binary_search_addressing_stays_with_numpy(monkeypatch):
 
 
 def test_doctor_says_what_scores_bm25(tmp_path, monkeypatch):
-    from vestige import Memory, health
+    from diarist import Memory, health
 
     mem = Memory(tmp_path / "d.sqlite", embedder="hash")
     line = next(line for line in health.check(mem).lines if "BM25 scoring" in line)
@@ -236,7 +236,7 @@ def test_doctor_says_what_scores_bm25(tmp_path, monkeypatch):
 
 def test_without_the_extension_numpy_gives_the_same_search(tmp_path, monkeypatch):
     """The install without a C compiler: every search answers as with the extension."""
-    from vestige import Memory, SessionInput
+    from diarist import Memory, SessionInput
 
     mem = Memory(tmp_path / "m.sqlite", embedder="hash")
     mem.add_sessions([SessionInput([{"role": "user", "content": f"note {i}: the heron flew over lighthouse {i % 7}"}],

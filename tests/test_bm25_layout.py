@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from vestige.lexical.bm25 import K1, B, Layout, score_blocks
-from vestige.lexical.postings import BLOCK_BITS, BLOCK_SIZE, pack
-from vestige.store.base import DocLengths
+from diarist.lexical.bm25 import K1, B, Layout, score_blocks
+from diarist.lexical.postings import BLOCK_BITS, BLOCK_SIZE, pack
+from diarist.store.base import DocLengths
 
 
 def corpus(ids: np.ndarray, seed: int) -> tuple[DocLengths, dict[int, list[tuple[int, bytes]]], dict[int, dict[int, int]]]:
@@ -96,7 +96,7 @@ def test_the_bound_on_the_cut_changes_no_ranking(depth, seed, monkeypatch):
     """score_blocks keeps only chunks at or over a lower bound on the depth-th best score; with
     the bound switched off (every chunk reached competes) the ranking is the same, ties at the
     cut included (few distinct term frequencies and lengths give many exact ties)."""
-    import vestige.lexical.bm25 as bm25
+    import diarist.lexical.bm25 as bm25
 
     rng = np.random.default_rng(seed)
     ids = np.arange(1, 6_000, dtype=np.int64)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from memory_store import DictStore
 
-from vestige import lexical
-from vestige.errors import StoreError
-from vestige.lexical.bm25 import LexicalChannel
-from vestige.store.base import Conflict, IndexedChunk, Item, Store
-from vestige.store.sqlite import postings as sqlite_postings
-from vestige.store.sqlite.store import SQLiteStore
-from vestige.types import Chunk, Message
+from diarist import lexical
+from diarist.errors import StoreError
+from diarist.lexical.bm25 import LexicalChannel
+from diarist.store.base import Conflict, IndexedChunk, Item, Store
+from diarist.store.sqlite import postings as sqlite_postings
+from diarist.store.sqlite.store import SQLiteStore
+from diarist.types import Chunk, Message
 
 WORDS = [f"w{i}" for i in range(300)] + ["apple", "orchard", "lantern", "the", "and"]
 QUERIES = [["apple"], ["w1", "w2", "w3"], ["orchard", "lantern", "w7"], ["w250", "apple", "w9"]]

@@ -14,8 +14,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.memory import Memory
+from diarist.cli import main
+from diarist.memory import Memory
 
 LONG = "x" * 300
 
@@ -55,7 +55,7 @@ def test_hostile_argument_is_one_line_error(db, tmp_path, name):
 # -- the issue's count, rerun (--heavy): every command that takes --db, with every hostile --db --
 
 def _hostile_dbs(db: str, tmp: str) -> dict[str, str]:
-    """Database paths that are not a vestige database, each made inside ``tmp`` (a link stands
+    """Database paths that are not a diarist database, each made inside ``tmp`` (a link stands
     for a device, so that nothing is ever renamed onto /dev itself)."""
     base = os.path.join(tmp, "hostile")
     os.makedirs(base)
@@ -100,7 +100,7 @@ SQLITE_WORDS = ("cannot rollback", "disk I/O error", "unable to open database fi
 
 @pytest.mark.heavy
 def test_hostile_databases_heavy(db, tmp_path):
-    """Every command that takes --db, against 14 paths that are no vestige database: one line,
+    """Every command that takes --db, against 14 paths that are no diarist database: one line,
     never a traceback (RELIABILITY.md, "Bad input")."""
     tracebacks, misleading, cases, exits = [], [], 0, {}
     hostile = _hostile_dbs(db, str(tmp_path))

@@ -1,7 +1,7 @@
 """4 writer processes and 2 readers on one database file, beside 2 server workers.
 
-Two writers use the Python API directly (as `vestige ingest` does), two write over HTTP to a
-`vestige serve --workers 2`; one reader searches directly, one over HTTP. Bounded operations.
+Two writers use the Python API directly (as `diarist ingest` does), two write over HTTP to a
+`diarist serve --workers 2`; one reader searches directly, one over HTTP. Bounded operations.
 Every acknowledged write must be found afterwards, and no process may see a single error.
 """
 
@@ -12,9 +12,9 @@ import subprocess
 import sys
 
 import httpx
-from test_server_support import VESTIGE, create_key, free_port, vestige_env, wait_for_http
+from test_server_support import DIARIST, create_key, free_port, diarist_env, wait_for_http
 
-from vestige.memory import Memory
+from diarist.memory import Memory
 
 APP = "conc"
 WRITES = 12  # per writer
@@ -28,7 +28,7 @@ if via == "http":
     import httpx
     http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 else:
-    from vestige.memory import Memory
+    from diarist.memory import Memory
     memory = Memory(db, embedder="hash")
 errors = 0
 for i in range(n):
@@ -76,9 +76,9 @@ def test_writers_and_readers_share_one_file(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [VESTIGE, "serve", "--db", str(db), "--embedder", "hash", "--port", str(port), "--workers", "2",
+        [DIARIST, "serve", "--db", str(db), "--embedder", "hash", "--port", str(port), "--workers", "2",
          "--log-level", "warning"],
-        env=vestige_env(), stderr=subprocess.PIPE, text=True,
+        env=diarist_env(), stderr=subprocess.PIPE, text=True,
     )
     try:
         wait_for_http(f"{url}/health", server)
@@ -87,7 +87,7 @@ def test_writers_and_readers_share_one_file(tmp_path):
         procs = [
             (name, role, subprocess.Popen(
                 [sys.executable, "-c", WORKER, role, via, str(db), str(WRITES if role == "write" else READS), url, key, name],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vestige_env()))
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=diarist_env()))
             for role, via, name in plan
         ]
         acknowledged, reads = [], 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vestige.context import FOOTER, HEADER, ContextBlock, place_context
-from vestige.errors import InvalidInput
-from vestige.memory import Memory
+from diarist.context import FOOTER, HEADER, ContextBlock, place_context
+from diarist.errors import InvalidInput
+from diarist.memory import Memory
 
 
 @pytest.fixture()
@@ -38,7 +38,7 @@ def test_block_has_dates_sources_and_the_rule(memory):
 
 
 def test_hits_far_below_the_best_are_left_out(memory):
-    """The share-of-best cut (no longer the default: vestige.read.cut replaced it) still drops
+    """The share-of-best cut (no longer the default: diarist.read.cut replaced it) still drops
     memories far weaker than the best (the move to Lisbon, for a question about the cat) when
     asked; with RRF, whose scores are ranks, it is not applied."""
     everything = memory.context("What is my cat called?", app="me", budget_tokens=500, relative_cut=None, trim=None)

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vestige.bench import context_bench as cb
-from vestige.bench.cli import bench
-from vestige.bench.configs import get_config
-from vestige.bench.data import Question
-from vestige.bench.report import verify_run
-from vestige.write.validate import FactInput, SessionInput
+from diarist.bench import context_bench as cb
+from diarist.bench.cli import bench
+from diarist.bench.configs import get_config
+from diarist.bench.data import Question
+from diarist.bench.report import verify_run
+from diarist.write.validate import FactInput, SessionInput
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -109,7 +109,7 @@ def test_newest_evidence_shown_latest():
 
 
 def test_turns_a_snippet_shows():
-    from vestige.types import Hit, Message
+    from diarist.types import Hit, Message
     msgs = [Message("user", "I moved to Porto."), Message("assistant", "Nice city."), Message("user", "Yes, by the river.")]
     hit = Hit(1, "I moved to Porto.\nNice city.", 1.0, "s", None, None, ("user", "assistant"), "all",
               first_turn=0, last_turn=1)
@@ -217,7 +217,7 @@ def test_cut_option_is_checked(tmp_path):
 
 
 def test_a_cut_reaches_the_memory(asked, tmp_path):
-    from vestige.read.cut import CutParams
+    from diarist.read.cut import CutParams
     runner = cb.ContextRunner(get_config("default"), "hash", tmp_path / "cache.sqlite", progress=False,
                               cut=CutParams(0.3, 0.05, 1.0))
     hay = _haystack()
@@ -228,7 +228,7 @@ def test_a_cut_reaches_the_memory(asked, tmp_path):
 
 
 def test_compare_pairs_context_runs(asked, tmp_path):
-    from vestige.bench.report import compare_runs
+    from diarist.bench.report import compare_runs
     rows = _rows(*asked)
     meta = {"benchmark": "context", "dataset": "locomo", "config_name": "default", "command": "test"}
     cb.write_context_run(tmp_path / "a", rows, [], meta)

@@ -1,4 +1,4 @@
-"""Lines by meaning (vestige.read.lines): each memory shown by its lines closest to the question."""
+"""Lines by meaning (diarist.read.lines): each memory shown by its lines closest to the question."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from vestige import Memory
-from vestige.bench.context_bench import covered_turns
-from vestige.context import build_context
-from vestige.errors import InvalidInput
-from vestige.read.lines import LinesParams, LineVectors, by_meaning
-from vestige.types import Hit, Message
+from diarist import Memory
+from diarist.bench.context_bench import covered_turns
+from diarist.context import build_context
+from diarist.errors import InvalidInput
+from diarist.read.lines import LinesParams, LineVectors, by_meaning
+from diarist.types import Hit, Message
 
 CHAT = [
     "Melanie: Hey Caroline, how was your week?",
@@ -177,8 +177,8 @@ def test_the_best_memories_keep_their_passages_and_the_rest_become_pointers():
 
 
 def test_a_context_run_records_the_lines_it_was_served_by():
-    from vestige.bench.context_bench import _trim_meta
-    from vestige.read.lines import POINTERS
+    from diarist.bench.context_bench import _trim_meta
+    from diarist.read.lines import POINTERS
 
     assert _trim_meta("lines") == {"by": "lines", **asdict(LinesParams())}
     assert _trim_meta("pointers")["by"] == "pointers" and _trim_meta("pointers")["whole"] == POINTERS.whole > 1
@@ -186,7 +186,7 @@ def test_a_context_run_records_the_lines_it_was_served_by():
 
 
 def test_a_block_whose_best_memory_has_no_close_line_shows_no_memory_whole():
-    from vestige.read.lines import gated
+    from diarist.read.lines import gated
 
     hits = [_hit(f"s{n}", ["\n".join(CHAT)], dense=0.5) for n in range(3)]
     params = LinesParams(-1.0, 2, 1, max_rest=3, min_line_cosine=0.3, whole=3, gate=0.5)
@@ -208,7 +208,7 @@ def test_lines_are_embedded_as_passages_and_the_question_only_when_a_line_is_sco
     """Lines are stored text: an asymmetric model (e5's "passage:" / "query:") embeds them as it
     embeds chunks. The question's vector for the lines is made on first use, so a block with no
     line to score (nothing recalled) does not embed the question a second time."""
-    from vestige.embed.hashing import HashEmbedder
+    from diarist.embed.hashing import HashEmbedder
 
     class Counting(HashEmbedder):
         def __init__(self):
@@ -236,7 +236,7 @@ def test_lines_are_embedded_as_passages_and_the_question_only_when_a_line_is_sco
 def test_the_block_scores_lines_against_the_vector_search_made_of_the_question():
     """The question is embedded once per block: the lines are scored against the vector the
     dense channel made of it, and the cosines are those of a vector embedded again."""
-    from vestige.embed.hashing import HashEmbedder
+    from diarist.embed.hashing import HashEmbedder
 
     class Counting(HashEmbedder):
         def __init__(self):

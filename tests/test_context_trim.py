@@ -1,13 +1,13 @@
-"""The block's trimming (vestige.read.trim): each memory shown by the lines that speak of the question."""
+"""The block's trimming (diarist.read.trim): each memory shown by the lines that speak of the question."""
 
 from __future__ import annotations
 
-from vestige.bench.context_bench import covered_turns
-from vestige.context import build_context
-from vestige.read.question import Question
-from vestige.read.trace import Trace
-from vestige.read.trim import TrimParams, selective_terms, held_by_line, trim_hits
-from vestige.types import Hit, Message
+from diarist.bench.context_bench import covered_turns
+from diarist.context import build_context
+from diarist.read.question import Question
+from diarist.read.trace import Trace
+from diarist.read.trim import TrimParams, selective_terms, held_by_line, trim_hits
+from diarist.types import Hit, Message
 
 CHAT = [
     "Melanie: Hey Caroline, how was your week?",
@@ -116,8 +116,8 @@ def test_memory_trims_where_its_cut_applies():
     cut (another embedder) shows passages whole unless asked; a bad value is refused."""
     import pytest
 
-    from vestige.errors import InvalidInput
-    from vestige.memory import Memory
+    from diarist.errors import InvalidInput
+    from diarist.memory import Memory
 
     with Memory(":memory:", embedder="hash") as m:
         m.add_session([{"role": "user", "content": line} for line in CHAT], app="me", session_id="s1")

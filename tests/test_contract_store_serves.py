@@ -7,9 +7,9 @@ import pytest
 from fastapi.testclient import TestClient
 from memory_store import DictStore
 
-from vestige.health import check
-from vestige.memory import Memory
-from vestige.server.app import create_app
+from diarist.health import check
+from diarist.memory import Memory
+from diarist.server.app import create_app
 
 from conftest import make_sessions
 

@@ -11,11 +11,11 @@ import random
 import numpy as np
 import pytest
 
-from vestige import settings
-from vestige.errors import ConfigError
-from vestige.ranking import Ranking, top
-from vestige.read import search
-from vestige.read.fusion import COSINE_FLOOR, convex, normalise_dense, normalise_lexical
+from diarist import settings
+from diarist.errors import ConfigError
+from diarist.ranking import Ranking, top
+from diarist.read import search
+from diarist.read.fusion import COSINE_FLOOR, convex, normalise_dense, normalise_lexical
 
 from conftest import add_all, first_per_memory, make_sessions
 
@@ -125,8 +125,8 @@ def test_weight_one_is_the_dense_order_and_zero_the_lexical_order(memory):
 
 def test_the_lab_default_is_what_memory_does_by_default():
     """Bench config "default" measures what ships: every search option of Memory()."""
-    from vestige.bench.configs import get_config
-    from vestige.read.search import SearchSettings
+    from diarist.bench.configs import get_config
+    from diarist.read.search import SearchSettings
 
     c = get_config("default")
     shipped = SearchSettings()

@@ -1,12 +1,12 @@
 """The lexical channel: pure BM25 functions, and parity of the stored index with bm25s on real text.
 
-bm25s ("lucene" method) and vestige share Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)).
+bm25s ("lucene" method) and diarist share Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)).
 Two documented differences are made explicit rather than hidden:
 
 - bm25s drops the constant (k1 + 1) numerator of the Robertson tf component (as Lucene >= 8
-  does); vestige keeps the textbook form. The factor is the same for every term and document,
-  so rankings are identical and vestige's score is exactly (k1 + 1) times bm25s'.
-- bm25s scores a query token once per occurrence; vestige scores each distinct query term once.
+  does); diarist keeps the textbook form. The factor is the same for every term and document,
+  so rankings are identical and diarist's score is exactly (k1 + 1) times bm25s'.
+- bm25s scores a query token once per occurrence; diarist scores each distinct query term once.
   A fair comparison therefore feeds bm25s the unique query terms; a separate test shows the
   difference for a query with a repeated token.
 """
@@ -19,9 +19,9 @@ import sqlite3
 import numpy as np
 import pytest
 
-from vestige import lexical
-from vestige.ingest import locomo_sessions
-from vestige.memory import Memory
+from diarist import lexical
+from diarist.ingest import locomo_sessions
+from diarist.memory import Memory
 
 bm25s = pytest.importorskip("bm25s")
 
@@ -174,7 +174,7 @@ def test_top_ranking_matches_bm25s(locomo_index):
 
 
 def test_repeated_query_tokens_are_scored_once(locomo_index):
-    """bm25s adds a repeated token's contribution once per occurrence; vestige counts each distinct
+    """bm25s adds a repeated token's contribution once per occurrence; diarist counts each distinct
     query term once (so "oscar oscar" is not twice as much evidence as "oscar")."""
     mem, ids, corpus, _ = locomo_index
     ref = _reference(corpus, 1.5, 0.75)

@@ -8,12 +8,12 @@ import sqlite3
 
 import pytest
 
-from vestige.errors import ConfigError
+from diarist.errors import ConfigError
 
-from vestige import lexical
-from vestige.write.chunk import chunk_session, split_code_fences
-from vestige.memory import Memory
-from vestige.types import Message
+from diarist import lexical
+from diarist.write.chunk import chunk_session, split_code_fences
+from diarist.memory import Memory
+from diarist.types import Message
 
 from conftest import WORDS, sentence
 

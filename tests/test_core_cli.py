@@ -10,7 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
+from diarist.cli import main
 
 from conftest import make_sessions
 
@@ -36,14 +36,14 @@ def test_core_commands_exist():
 
 @pytest.mark.parametrize("path,command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
 def test_every_command_has_help_text(path, command):
-    assert (command.help or command.short_help or "").strip(), f"vestige {' '.join(path)} has no help text"
+    assert (command.help or command.short_help or "").strip(), f"diarist {' '.join(path)} has no help text"
     result = CliRunner().invoke(main, [*path, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
     if path[0] in CORE:  # the options of the server and bench groups are their owners' to test
         for param in command.params:
             if isinstance(param, click.Option) and not param.hidden:
-                assert (param.help or "").strip(), f"vestige {' '.join(path)} {param.opts[0]} has no help text"
+                assert (param.help or "").strip(), f"diarist {' '.join(path)} {param.opts[0]} has no help text"
 
 
 def test_group_help_lists_commands():
@@ -126,11 +126,11 @@ def test_round_trip(tmp_path):
     assert gone.exit_code == 1 and "holds no memory" in gone.stderr
 
 
-def test_database_defaults_to_vestige_db(tmp_path):
+def test_database_defaults_to_diarist_db(tmp_path):
     db = tmp_path / "env.sqlite"
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps(make_sessions(1, seed=31)[0]) + "\n")
-    env = {"VESTIGE_DB": str(db)}
+    env = {"DIARIST_DB": str(db)}
     assert _run("ingest", str(path), "--embedder", "hash", env=env).exit_code == 0
     assert db.exists()
     assert json.loads(_run("stats", "--embedder", "hash", env=env).stdout)["apps"]["default"]["sessions"] == 1
@@ -138,7 +138,7 @@ def test_database_defaults_to_vestige_db(tmp_path):
 
 def test_entry_point_runs_as_a_subprocess(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "vestige.cli", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "diarist.cli", "--help"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0 and "ingest" in result.stdout
 
@@ -150,20 +150,20 @@ def test_entry_point_runs_as_a_subprocess(tmp_path):
                                      ["keys", "list"]])
 def test_commands_that_only_read_refuse_a_missing_database(tmp_path, command):
     missing = tmp_path / "no" / "such" / "memory.sqlite"
-    result = _run(*command, "--db", str(missing), env={"VESTIGE_DB": ""})
+    result = _run(*command, "--db", str(missing), env={"DIARIST_DB": ""})
     assert result.exit_code == 1
-    assert f"no database at {missing}" in result.output and "vestige ingest" in result.output
+    assert f"no database at {missing}" in result.output and "diarist ingest" in result.output
     assert not (tmp_path / "no").exists()  # no file, and no folders either
     assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("content", [b"this is a text file, not a database\n" * 20, b"\x00" * 4096])
-def test_a_file_that_is_not_a_vestige_database_is_named(tmp_path, content):
+def test_a_file_that_is_not_a_diarist_database_is_named(tmp_path, content):
     path = tmp_path / "notes.sqlite"
     path.write_bytes(content)
     result = _run("stats", "--db", str(path))
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert f"{path} is not a vestige database" in result.output or "of another program" in result.output
+    assert f"{path} is not a diarist database" in result.output or "of another program" in result.output
 
 
 def test_another_programs_sqlite_file_is_refused_untouched(tmp_path):
@@ -217,7 +217,7 @@ def test_the_database_remembers_its_embedder_and_plan(tmp_path):
 def test_a_hits_snippet_centres_on_the_query_word_by_stem():
     """The snippet shows the part of a long hit that holds the query's word, matched by stem as
     the lexical channel matches it ("happiness" -> "happy"), not by the stem's letters."""
-    from vestige.cli.commands import _snippet
+    from diarist.cli.commands import _snippet
 
     filler = " ".join(f"filler{n}" for n in range(120))
     text = f"{filler} and Maria was happy in Lisbon. {filler}"

@@ -1,6 +1,6 @@
 """A missing feature beats a wrong answer: an incomplete lexical index is not used (search falls
-back to vectors and says so; `vestige doctor` says why; `vestige reindex` repairs it), and
-VESTIGE_LEXICAL_FUSION=0 restores the vector-only ranking byte for byte."""
+back to vectors and says so; `diarist doctor` says why; `diarist reindex` repairs it), and
+DIARIST_LEXICAL_FUSION=0 restores the vector-only ranking byte for byte."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from vestige import lexical
-from vestige.cli import main
-from vestige.memory import Memory
+from diarist import lexical
+from diarist.cli import main
+from diarist.memory import Memory
 
 from conftest import add_all, first_per_memory, make_sessions
 
@@ -100,7 +100,7 @@ def test_corrupted_statistics_fall_back_and_doctor_says_why(built, sql, why):
     doctor = _cli("doctor", "--db", str(built), "--embedder", "hash")
     assert doctor.exit_code == 1
     (line,) = [l for l in doctor.output.splitlines() if "app 'a'" in l and "sessions" in l]
-    assert line.startswith("FAIL") and "falls back to vectors" in line and why in line and "vestige reindex" in line
+    assert line.startswith("FAIL") and "falls back to vectors" in line and why in line and "diarist reindex" in line
     searched = _cli("search", "quartz", "--db", str(built), "--app", "a", "--embedder", "hash", "--json")
     assert searched.exit_code == 0 and "note: lexical channel off" in searched.stderr
     assert {h["ranks"]["lexical"] for h in json.loads(searched.stdout)} == {None}
@@ -131,7 +131,7 @@ def test_kill_switch_is_the_vector_only_ranking_byte_for_byte(built):
     for query in QUERIES + ["Aberdeen lighthouse"]:
         for k in (1, 5, 20):
             off = _cli("search", query, "--db", str(built), "--app", "a", "--embedder", "hash", "--json", "-k", str(k),
-                       env={"VESTIGE_LEXICAL_FUSION": "0"})
+                       env={"DIARIST_LEXICAL_FUSION": "0"})
             assert off.exit_code == 0 and off.stderr == ""
             hits = json.loads(off.stdout)
             assert [(h["chunk_id"], h["score"]) for h in hits] == _dense_order(mem, "a", query, k)
@@ -145,7 +145,7 @@ def test_kill_switch_is_the_vector_only_ranking_byte_for_byte(built):
     assert differs, "with fusion on, the lexical channel changes some ranking"
     for value in ("false", "off", "no", " 0 "):
         off = _cli("search", "quartz", "--db", str(built), "--app", "a", "--embedder", "hash", "--json",
-                   env={"VESTIGE_LEXICAL_FUSION": value})
+                   env={"DIARIST_LEXICAL_FUSION": value})
         assert {h["stage"] for h in json.loads(off.stdout)} == {"dense"}, value
     mem.close()
 
@@ -153,7 +153,7 @@ def test_kill_switch_is_the_vector_only_ranking_byte_for_byte(built):
 def test_kill_switch_does_not_consult_a_broken_index(built):
     _corrupt(built, "UPDATE lex_stats SET n_docs = 0")
     off = _cli("search", "quartz", "--db", str(built), "--app", "a", "--embedder", "hash", "--json",
-               env={"VESTIGE_LEXICAL_FUSION": "0"})
+               env={"DIARIST_LEXICAL_FUSION": "0"})
     assert off.exit_code == 0 and off.stderr == ""
     mem = Memory(built, embedder="hash")
     assert [h["chunk_id"] for h in json.loads(off.stdout)] == [c for c, _ in _dense_order(mem, "a", "quartz", 5)]

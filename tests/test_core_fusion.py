@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from vestige.read.fusion import RRF_K, rrf
-from vestige.read.search import SearchSettings
+from diarist.read.fusion import RRF_K, rrf
+from diarist.read.search import SearchSettings
 
 from conftest import add_all, make_sessions
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.errors import InvalidInput, UnknownApp
-from vestige.ingest import sessions_from_file
-from vestige.memory import Memory
-from vestige.write.validate import MAX_MESSAGE_CHARS, SessionInput
+from diarist.cli import main
+from diarist.errors import InvalidInput, UnknownApp
+from diarist.ingest import sessions_from_file
+from diarist.memory import Memory
+from diarist.write.validate import MAX_MESSAGE_CHARS, SessionInput
 
 from conftest import LOCOMO_PATH, db_dump, make_sessions
 

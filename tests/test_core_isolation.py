@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from vestige import lexical
-from vestige.errors import NotFound, UnknownApp
-from vestige.memory import Memory
+from diarist import lexical
+from diarist.errors import NotFound, UnknownApp
+from diarist.memory import Memory
 
 from conftest import add_all, chunk_keys, make_sessions
 

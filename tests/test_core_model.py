@@ -10,12 +10,12 @@ import re
 import numpy as np
 import pytest
 
-from vestige import lexical
-from vestige.write.chunk import chunk_session
-from vestige.embed import get_embedder
-from vestige.ingest import locomo_sessions
-from vestige.memory import Memory
-from vestige.types import Message
+from diarist import lexical
+from diarist.write.chunk import chunk_session
+from diarist.embed import get_embedder
+from diarist.ingest import locomo_sessions
+from diarist.memory import Memory
+from diarist.types import Message
 
 pytestmark = pytest.mark.model
 
@@ -156,11 +156,11 @@ def test_rare_proper_noun_is_found_with_fusion(locomo_memory, locomo, question, 
 
 
 def test_maxsim_second_stage_reads_the_models_token_vectors(minilm):
-    """MaxSim over MiniLM's own token vectors (vestige.rerank.maxsim): the shared base hands out
+    """MaxSim over MiniLM's own token vectors (diarist.rerank.maxsim): the shared base hands out
     the very hidden states it mean-pools, and the candidate holding the question's words wins."""
     from types import SimpleNamespace
 
-    from vestige.rerank.maxsim import MaxSimParams, MaxSimReranker
+    from diarist.rerank.maxsim import MaxSimParams, MaxSimReranker
 
     text = "I adopted a cat named Whiskers last Sunday."
     ((encoding, tokens),) = minilm.token_vectors([text])

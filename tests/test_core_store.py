@@ -7,12 +7,12 @@ import sqlite3
 import numpy as np
 import pytest
 
-from vestige import lexical
-from vestige.embed.hashing import HashEmbedder
-from vestige.errors import EmbedderMismatch, NotFound, SchemaError, UnknownApp
-from vestige.memory import Memory
-from vestige.store.sqlite.migrations import MIGRATIONS
-from vestige.store.sqlite import SQLiteStore
+from diarist import lexical
+from diarist.embed.hashing import HashEmbedder
+from diarist.errors import EmbedderMismatch, NotFound, SchemaError, UnknownApp
+from diarist.memory import Memory
+from diarist.store.sqlite.migrations import MIGRATIONS
+from diarist.store.sqlite import SQLiteStore
 
 from conftest import WORDS, add_all, chunk_keys, make_sessions
 
@@ -122,7 +122,7 @@ def test_reingesting_the_same_sessions_changes_nothing(db_path):
     tables = ("sessions", "messages", "facts", "chunks", "lex_postings", "lex_stats", "lex_terms")
     snapshot = {t: _rows(db_path, f"SELECT * FROM {t} ORDER BY 1, 2") for t in tables}
     calls = len(embedder.calls)
-    from vestige.write.validate import SessionInput
+    from diarist.write.validate import SessionInput
 
     report = mem.add_sessions([SessionInput(s["messages"], s["session_id"], s["date"]) for s in sessions], app="a")
     assert report.unchanged == [f"s{i}" for i in range(10)]
@@ -145,7 +145,7 @@ def test_changed_content_replaces(memory):
     add_all(memory, sessions, app="a")
     n_chunks = memory.stats("a")["apps"]["a"]["chunks"]
     sessions[2]["messages"] = [{"role": "user", "content": "Entirely new words: xylophone zeppelin."}]
-    from vestige.write.validate import SessionInput
+    from diarist.write.validate import SessionInput
 
     report = memory.add_sessions([SessionInput(s["messages"], s["session_id"], s["date"]) for s in sessions], app="a")
     assert report.replaced == ["s2"] and len(report.unchanged) == 5 and report.added == []
@@ -172,8 +172,8 @@ def test_changed_content_replaces(memory):
 
 
 def test_duplicate_ids_in_one_batch_are_refused(memory):
-    from vestige.errors import InvalidInput
-    from vestige.write.validate import SessionInput
+    from diarist.errors import InvalidInput
+    from diarist.write.validate import SessionInput
 
     s = [{"role": "user", "content": "x"}]
     with pytest.raises(InvalidInput, match="'dup' appears twice"):

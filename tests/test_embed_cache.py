@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from vestige import Memory
-from vestige.embed import get_embedder
-from vestige.embed.cache import EmbeddingCache
+from diarist import Memory
+from diarist.embed import get_embedder
+from diarist.embed.cache import EmbeddingCache
 
 
 class Counting:

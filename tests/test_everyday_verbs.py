@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vestige.errors import ConcurrentUpdate, InvalidInput, NotFound
-from vestige.memory import Memory
+from diarist.errors import ConcurrentUpdate, InvalidInput, NotFound
+from diarist.memory import Memory
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_update_is_atomic_against_a_concurrent_writer(memory, tmp_path):
 def test_the_verbs_over_http(memory):
     from fastapi.testclient import TestClient
 
-    from vestige.server.app import create_app
+    from diarist.server.app import create_app
 
     key, _ = memory.keys.create("me")
     auth = {"Authorization": f"Bearer {key}"}
@@ -114,10 +114,10 @@ def test_the_verbs_in_the_cli(memory):
 
     from click.testing import CliRunner
 
-    from vestige.cli import main
+    from diarist.cli import main
 
     db = memory.store.path
-    run = lambda *a: CliRunner().invoke(main, [*a, "--db", db, "--app", "me"], env={"VESTIGE_DB": ""})  # noqa: E731
+    run = lambda *a: CliRunner().invoke(main, [*a, "--db", db, "--app", "me"], env={"DIARIST_DB": ""})  # noqa: E731
     assert run("update", "home", "--text", "Alice lives in Coimbra.").exit_code == 0
     versions = json.loads(run("history", "home", "--json").stdout)
     assert [v["text"] for v in versions] == ["Alice lives in Porto."]

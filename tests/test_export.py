@@ -8,14 +8,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.memory import Memory
+from diarist.cli import main
+from diarist.memory import Memory
 
 from conftest import LOCOMO_PATH, load_locomo
 
 
 def _run(*args):
-    result = CliRunner().invoke(main, list(map(str, args)), env={"VESTIGE_DB": ""})
+    result = CliRunner().invoke(main, list(map(str, args)), env={"DIARIST_DB": ""})
     assert result.exit_code == 0, result.output
     return result
 
@@ -90,7 +90,7 @@ def test_add_list_show(tmp_path):
 
 
 def test_facts_and_metadata_round_trip_too(tmp_path):
-    from vestige.export import jsonl_lines
+    from diarist.export import jsonl_lines
 
     source = tmp_path / "a.sqlite"
     with Memory(source, embedder="hash") as memory:

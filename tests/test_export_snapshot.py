@@ -1,5 +1,5 @@
 """An export is one snapshot (issue 31, item 1): items replaced, deleted or added by another
-writer while ``vestige export`` runs change nothing in the file. Every item that existed when the
+writer while ``diarist export`` runs change nothing in the file. Every item that existed when the
 export began is written exactly once, as it was then, and the file re-imports.
 
 Before, the export listed items page by page in storage order and read each one afterwards: a
@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 import pg_server as pg_module
-from vestige import export
-from vestige.cli import main
-from vestige.memory import Memory
+from diarist import export
+from diarist.cli import main
+from diarist.memory import Memory
 
 SESSIONS = 40
 RUNS = 40  # exports in the heavy loop
@@ -76,7 +76,7 @@ def _reimports(lines: list[str], tmp_path) -> None:
     dump.write_text("\n".join(lines) + "\n")
     again = tmp_path / "again.sqlite"
     result = CliRunner().invoke(main, ["ingest", str(dump), "--db", str(again), "--app", "a", "--embedder", "hash"],
-                                env={"VESTIGE_DB": ""})
+                                env={"DIARIST_DB": ""})
     assert result.exit_code == 0, result.output
     with Memory(again, create=False, embedder="hash") as memory:
         assert memory.stats("a")["apps"]["a"]["sessions"] == SESSIONS

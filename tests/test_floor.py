@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vestige import Memory
+from diarist import Memory
 
 from benchmark_scripts import load_benchmark_script
 
@@ -35,7 +35,7 @@ def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question
     script = _floor_script()
     assert script.check(folder) == 0
     rows = [json.loads(line) for line in open(folder / "rows.jsonl")]
-    from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+    from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
     floor = MiniLMOnnxEmbedder.relevance_floor
     legit = [r for r in rows if r["kind"] == "legitimate"]
@@ -69,7 +69,7 @@ def _cv_script():
 def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_sample():
     """The committed cross-validation of the shipped evidence floor is what the rows give; no
     report loses a legitimate question, and the library's thresholds are its in-sample fit."""
-    from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+    from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
     module = _cv_script()
     folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
@@ -112,8 +112,8 @@ def test_impersonal_rewrites_are_the_fixed_sample_and_their_study_rederives():
 
 
 def test_the_studys_rule_is_the_librarys():
-    """floor_cv.evidence_empty (on recorded signals) answers as vestige.read.floor.verdict does."""
-    from vestige.read.floor import Floor, verdict
+    """floor_cv.evidence_empty (on recorded signals) answers as diarist.read.floor.verdict does."""
+    from diarist.read.floor import Floor, verdict
 
     module = _cv_script()
     floor = Floor(module.SHIPPED, module.PERSONAL_FLOOR, 0.25, 0.70)
@@ -128,7 +128,7 @@ def test_the_studys_rule_is_the_librarys():
 
 
 def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> None:
-    """The rows' ``personal`` and coverage are what vestige.read.floor gives today over each LoCoMo
+    """The rows' ``personal`` and coverage are what diarist.read.floor gives today over each LoCoMo
     conversation's lexical index (hash embedder: the index does not depend on it), so a change to
     the rule (a name counts when every word of it is held) cannot leave the calibration stale."""
     import pytest
@@ -137,7 +137,7 @@ def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> No
     path = script.DATA / "locomo_dev.json.gz"
     if not path.exists():
         pytest.skip("no LoCoMo dev data")
-    from vestige.bench.data import load_locomo
+    from diarist.bench.data import load_locomo
 
     folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     rows = [json.loads(line) for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from vestige import Memory
-from vestige.errors import ConfigError
-from vestige.lexical import analyze, stem
-from vestige.read.floor import Floor, coverage, holds_name, is_personal, speaks_in_person, verdict, whole_names
+from diarist import Memory
+from diarist.errors import ConfigError
+from diarist.lexical import analyze, stem
+from diarist.read.floor import Floor, coverage, holds_name, is_personal, speaks_in_person, verdict, whole_names
 
 FLOOR = Floor(cosine=0.18, personal=0.10, weak_cosine=0.25, coverage=0.70)
 

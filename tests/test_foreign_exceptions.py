@@ -1,7 +1,7 @@
-"""Bad arguments to derive(), Memory(), backup() and the key store raise vestige's own errors.
+"""Bad arguments to derive(), Memory(), backup() and the key store raise diarist's own errors.
 
 Finding this guards (the old build, e0b9e37): 566 of 5,249 fuzzed calls raised exceptions that
-are not vestige's: derive(k1='0') a numpy UFuncTypeError at search time, derive(reranker=5) an
+are not diarist's: derive(k1='0') a numpy UFuncTypeError at search time, derive(reranker=5) an
 AttributeError, backup() with a NUL byte, an unencodable or a too long name a ValueError,
 UnicodeEncodeError or OSError, keys.revoke of a huge id an OverflowError.
 """
@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from vestige.errors import VestigeError
-from vestige.memory import Memory
+from diarist.errors import DiaristError
+from diarist.memory import Memory
 
 
 @pytest.fixture()
@@ -29,13 +29,13 @@ def memory(tmp_path):
     {"rrf_k": 1.5}, {"rerank_depth": None}, {"lexical_fusion": "yes"}, {"reranker": 5}, {"reranker": object()},
 ])
 def test_derive_refuses_bad_options_before_searching(memory, options):
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         memory.derive(**options).search("cat", app="a")
 
 
 @pytest.mark.parametrize("options", [{"k1": "0"}, {"depth": "10"}, {"b": -1}, {"lexical_fusion": 1}])
 def test_memory_refuses_bad_options(tmp_path, options):
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         Memory(tmp_path / "m.sqlite", embedder="hash", **options)
 
 
@@ -43,13 +43,13 @@ def test_memory_refuses_bad_options(tmp_path, options):
 def test_backup_refuses_bad_paths(memory, tmp_path, dest):
     if isinstance(dest, str) and dest[0] != "a":
         dest = str(tmp_path / dest)
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         memory.backup(dest)
 
 
 @pytest.mark.parametrize("value", ["9" * 40, "1" * 19, "٣"])
 def test_keys_revoke_of_an_impossible_id_is_not_found(memory, value):
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         memory.keys.revoke(value)
 
 
@@ -68,7 +68,7 @@ HUGE = 10**5000
 
 @pytest.mark.parametrize("options", [{"fusion": HUGE}, {"dense_weight": HUGE}], ids=["fusion", "dense_weight"])
 def test_derive_refuses_a_huge_number_by_name(memory, options):
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         memory.derive(**options).search("cat", app="a")
 
 
@@ -81,13 +81,13 @@ def test_memory_refuses_bad_options_found_by_the_fuzz(tmp_path, monkeypatch, opt
     monkeypatch.chdir(tmp_path)
     os.mkfifo("fifo")
     location = options.pop("location", tmp_path / "m.sqlite")
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         Memory(location, embedder="hash", **options)
 
 
 @pytest.mark.parametrize("key", [("a",), b"vst_x", 5, HUGE], ids=["tuple", "bytes", "int", "huge-int"])
 def test_keys_check_of_a_key_that_is_not_text_is_refused(memory, key):
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         memory.keys.check(key, HUGE)
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         memory.keys.revoke(key)

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from vestige.errors import NotFound
-from vestige.lexical import analyze
-from vestige.memory import Memory
+from diarist.errors import NotFound
+from diarist.lexical import analyze
+from diarist.memory import Memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import add_all, make_sessions  # noqa: E402
@@ -253,8 +253,8 @@ def test_reader_snapshot_delays_forgetting(tmp_path: Path, then: str):
 def _report() -> None:  # pragma: no cover - run by hand
     import tempfile
 
-    from vestige.store.sqlite import connection as sqlite_connection
-    from vestige.store.sqlite.store import SQLiteStore
+    from diarist.store.sqlite import connection as sqlite_connection
+    from diarist.store.sqlite.store import SQLiteStore
 
     shipped_setup, shipped_forget = sqlite_connection.Connection._setup, SQLiteStore._forget
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vestige import settings
-from vestige.bench import fusion_lab as lab
-from vestige.read.fusion import convex, rrf
+from diarist import settings
+from diarist.bench import fusion_lab as lab
+from diarist.read.fusion import convex, rrf
 
 ROOT = Path(__file__).resolve().parents[1]
 POOLS = sorted((ROOT / "benchmarks" / "results" / "fusion" / "pools").glob("*.jsonl.gz"))
@@ -101,7 +101,7 @@ def test_a_pools_row_lists_its_chunks_whatever_order_the_search_returned():
     pools file written under another fusion listed them differently (seen on 4 of 250 rows)."""
     from types import SimpleNamespace
 
-    from vestige.bench.pools import _row
+    from diarist.bench.pools import _row
 
     def hit(session, first_turn, text, dense, lexical):
         return SimpleNamespace(session_id=session, first_turn=first_turn, text=text,
@@ -128,7 +128,7 @@ def _two_column_pool(seed: int, unit: str) -> lab.Pool:
 def test_a_pools_row_keeps_one_bm25_column_per_k1_b_and_the_lab_reads_each():
     from types import SimpleNamespace
 
-    from vestige.bench.pools import _row
+    from diarist.bench.pools import _row
 
     def hit(cid, session, first_turn, text, dense, lexical):
         return SimpleNamespace(chunk_id=cid, session_id=session, first_turn=first_turn, text=text,
@@ -183,7 +183,7 @@ def test_bm25_params_report_fits_k1_b_with_the_weight():
 def test_bench_pools_refuses_a_bm25_that_is_not_k1_b(value, tmp_path):
     from click.testing import CliRunner
 
-    from vestige.bench.cli import bench
+    from diarist.bench.cli import bench
 
     data = tmp_path / "data.json"
     data.write_text("[]")

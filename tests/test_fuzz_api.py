@@ -1,5 +1,5 @@
 """Property-based fuzzing of the Python API: every bad value, at every public ``Memory`` method,
-raises a ``VestigeError`` (never a TypeError, OverflowError, UnicodeEncodeError, sqlite3 error...),
+raises a ``DiaristError`` (never a TypeError, OverflowError, UnicodeEncodeError, sqlite3 error...),
 and a call that raised stored nothing.
 
 "Stored nothing" is read from a second SQLite connection: ``PRAGMA data_version`` changes there
@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vestige.errors import VestigeError
-from vestige.memory import Memory
-from vestige.write.validate import FactInput, SessionInput
+from diarist.errors import DiaristError
+from diarist.memory import Memory
+from diarist.write.validate import FactInput, SessionInput
 
 APP = "fuzz"
 
@@ -163,7 +163,7 @@ class Fuzz:
         self.observer = sqlite3.connect(path)
         self.strict = strict
         self.calls = 0
-        self.vestige_errors = 0
+        self.diarist_errors = 0
         self.foreign: Counter[str] = Counter()  # "method: ExceptionType" -> count
         self.half_stored: Counter[str] = Counter()
         self.examples: dict[str, str] = {}
@@ -178,15 +178,15 @@ class Fuzz:
         try:
             result = getattr(self.memory, method)(*args, **kwargs)
             return list(result) if isinstance(result, Iterator) else result  # export() is lazy
-        except VestigeError as exc:
-            self.vestige_errors += 1
+        except DiaristError as exc:
+            self.diarist_errors += 1
             str(exc)  # the message itself must be printable
             if self.version() != before:
                 self._record(self.half_stored, method, exc, args, kwargs, "stored something, then raised")
         except RecursionError as exc:  # noqa: F841 - a RecursionError is a foreign exception too
-            self._record(self.foreign, method, exc, args, kwargs, "not a VestigeError")
+            self._record(self.foreign, method, exc, args, kwargs, "not a DiaristError")
         except Exception as exc:
-            self._record(self.foreign, method, exc, args, kwargs, "not a VestigeError")
+            self._record(self.foreign, method, exc, args, kwargs, "not a DiaristError")
         return None
 
     def _record(self, where: Counter, method: str, exc: BaseException, args: Any, kwargs: Any, what: str) -> None:
@@ -197,7 +197,7 @@ class Fuzz:
             raise AssertionError(f"{method} {what}: {type(exc).__name__}: {exc!s:.300}") from exc
 
     def report(self) -> str:
-        lines = [f"{self.calls} calls, {self.vestige_errors} VestigeError, "
+        lines = [f"{self.calls} calls, {self.diarist_errors} DiaristError, "
                  f"{sum(self.foreign.values())} other exceptions, {sum(self.half_stored.values())} half-stored"]
         for key, n in (self.foreign + self.half_stored).most_common():
             lines.append(f"  {n:5d}  {key}  e.g. {self.examples[key]}")
@@ -334,7 +334,7 @@ def fuzz(tmp_path_factory):
 
 @QUICK
 @given(data=st.data())
-def test_every_public_method_raises_only_vestige_errors(fuzz, data):
+def test_every_public_method_raises_only_diarist_errors(fuzz, data):
     run_all(fuzz, data)
 
 
@@ -409,7 +409,7 @@ def test_each_method(fuzz, method):
 )
 def test_named_bad_inputs(fuzz, call):
     before = fuzz.version()
-    with pytest.raises(VestigeError):
+    with pytest.raises(DiaristError):
         call(fuzz.memory)
     assert fuzz.version() == before, "a call that raised stored something"
 
@@ -470,23 +470,23 @@ PATH_TEXT = st.one_of(ANY_TEXT, st.just("x" * 300), st.just("a\x00b"), st.just("
 
 @settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(option=DERIVE_OPTIONS, value=ANY_VALUE, query=QUERIES)
-def test_derive_then_search_raises_only_vestige_errors(fuzz, option, value, query):
+def test_derive_then_search_raises_only_diarist_errors(fuzz, option, value, query):
     try:
         derived = fuzz.memory.derive(**{option: value})
         derived.search(query, app=APP, k=3)
-    except VestigeError:
+    except DiaristError:
         pass
 
 
 @settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(name=PATH_TEXT)
-def test_backup_and_keys_raise_only_vestige_errors(fuzz, tmp_path_factory, name):
+def test_backup_and_keys_raise_only_diarist_errors(fuzz, tmp_path_factory, name):
     folder = tmp_path_factory.mktemp("backup")
     for call in (lambda: fuzz.memory.backup(f"{folder}/{name}"), lambda: fuzz.memory.keys.revoke(name),
                  lambda: fuzz.memory.keys.list(name), lambda: fuzz.memory.keys.check(name, name)):
         try:
             call()
-        except VestigeError:
+        except DiaristError:
             pass
 
 
@@ -558,10 +558,10 @@ def scratch(tmp_path_factory):
 
 @settings(max_examples=50, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_memory_constructor_raises_only_vestige_errors(scratch, data):
+def test_memory_constructor_raises_only_diarist_errors(scratch, data):
     try:
         construct_and_search(scratch, data.draw)
-    except VestigeError:
+    except DiaristError:
         pass
 
 
@@ -587,7 +587,7 @@ def _foreign_call(fuzz: Fuzz, folder: Path, method: str, d: Any) -> None:
 @pytest.mark.heavy
 def test_foreign_exceptions_heavy(tmp_path):
     """The issue's count, rerun: 5,249 fuzzed calls of backup, derive-then-search, Memory(...) and
-    the key store; every exception must be vestige's (RELIABILITY.md, "Bad input")."""
+    the key store; every exception must be diarist's (RELIABILITY.md, "Bad input")."""
     fuzz = Fuzz(tmp_path / "heavy.sqlite", strict=False)
     folder = special_files(tmp_path)
     methods = ["backup", "derive-then-search", "Memory(...)", "keys.check", "keys.list", "keys.revoke"]
@@ -601,10 +601,10 @@ def test_foreign_exceptions_heavy(tmp_path):
         calls[method] += 1
         try:
             _foreign_call(fuzz, folder, method, data.draw)
-        except VestigeError:
-            fuzz.vestige_errors += 1
+        except DiaristError:
+            fuzz.diarist_errors += 1
         except Exception as exc:
-            fuzz._record(fuzz.foreign, method, exc, (), {}, "not a VestigeError")
+            fuzz._record(fuzz.foreign, method, exc, (), {}, "not a DiaristError")
 
     try:
         run()

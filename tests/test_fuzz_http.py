@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_server_support import ServerThread
 
-from vestige.keys import KeyStore
-from vestige.memory import Memory
-from vestige.server.app import create_app
+from diarist.keys import KeyStore
+from diarist.memory import Memory
+from diarist.server.app import create_app
 
 APP = "fuzz"
 
@@ -321,12 +321,12 @@ MCP_BAD_CALLS = [
 
 
 def test_mcp_tools_answer_bad_input_with_its_message(tmp_path):
-    """The SDK hides the text of any exception it does not know (a "crash"): a VestigeError is
+    """The SDK hides the text of any exception it does not know (a "crash"): a DiaristError is
     re-raised as a ToolError, so the agent reads what was wrong."""
     import anyio
     from mcp import Client
 
-    from vestige.server.mcp_server import build_mcp
+    from diarist.server.mcp_server import build_mcp
 
     memory = Memory(tmp_path / "mcp.sqlite", embedder="hash")
     memory.add_fact("The user drinks coffee.", app="agent", fact_id="f1")

@@ -3,7 +3,7 @@
 At 1M chunks with the HNSW graph one ``GET /health`` took 88.6 s: for each of 20 samples the
 graph's recall check ran an exact search, which read the app's whole matrix, and the graph
 search then dropped it again. ``/health`` needs no key, so any client could keep a server busy.
-Now ``/health`` runs no recall check and reads no app's vectors; ``vestige doctor`` keeps the
+Now ``/health`` runs no recall check and reads no app's vectors; ``diarist doctor`` keeps the
 check, on 5 samples, reading the vectors once. The tests count the reads of the store's vectors
 (what grows with an app's size) rather than time anything.
 """
@@ -16,10 +16,10 @@ from test_server_support import ServerThread
 
 pytest.importorskip("usearch")
 
-from vestige import health  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
-from vestige.server.app import create_app  # noqa: E402
-from vestige.vectors.hnsw import HnswDenseIndex  # noqa: E402
+from diarist import health  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.server.app import create_app  # noqa: E402
+from diarist.vectors.hnsw import HnswDenseIndex  # noqa: E402
 
 
 def _graph_app(db) -> Memory:

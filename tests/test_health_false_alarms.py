@@ -1,4 +1,4 @@
-"""``/health`` and ``vestige doctor`` without false alarms (issue 31, item 7), and still
+"""``/health`` and ``diarist doctor`` without false alarms (issue 31, item 7), and still
 catching a really broken index.
 
 Before: under concurrent replace/delete ``/health`` answered 503 in 12 of 24 checks on SQLite
@@ -14,8 +14,8 @@ import sqlite3
 import pytest
 
 import pg_server as pg_module
-from vestige.health import RECHECKS, check, check_app_index
-from vestige.memory import Memory
+from diarist.health import RECHECKS, check, check_app_index
+from diarist.memory import Memory
 
 
 def _low_vocabulary(memory: Memory) -> None:

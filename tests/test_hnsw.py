@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("usearch", reason="the hnsw dense index needs the 'ann' extra (pip install 'vestige[ann]')")
+pytest.importorskip("usearch", reason="the hnsw dense index needs the 'ann' extra (pip install 'diarist[ann]')")
 
-from vestige.embed.base import normalise, quantize  # noqa: E402
-from vestige.store.base import IndexedChunk, Item  # noqa: E402
-from vestige.store.sqlite import SQLiteStore  # noqa: E402
-from vestige.types import Chunk, Message  # noqa: E402
-from vestige.vectors import ExactDenseIndex, dense_index  # noqa: E402
-from vestige.vectors.hnsw import HnswDenseIndex  # noqa: E402
+from diarist.embed.base import normalise, quantize  # noqa: E402
+from diarist.store.base import IndexedChunk, Item  # noqa: E402
+from diarist.store.sqlite import SQLiteStore  # noqa: E402
+from diarist.types import Chunk, Message  # noqa: E402
+from diarist.vectors import ExactDenseIndex, dense_index  # noqa: E402
+from diarist.vectors.hnsw import HnswDenseIndex  # noqa: E402
 
 DIM = 32
 
@@ -185,9 +185,9 @@ def test_large_app_built_in_background_exact_meanwhile(db):
 
 def test_memory_option_doctor_reindex_and_delete(db_path):
     from conftest import add_all, make_sessions
-    from vestige.errors import ConfigError
-    from vestige.health import check
-    from vestige.memory import Memory
+    from diarist.errors import ConfigError
+    from diarist.health import check
+    from diarist.memory import Memory
 
     with pytest.raises(ConfigError):
         Memory(db_path, embedder="hash", dense="nearest")
@@ -222,7 +222,7 @@ def test_vectors_are_kept_once_in_the_graph_file(db):
 def test_the_public_lookup_gives_the_same_vectors(db, monkeypatch):
     """Without usearch's compiled batch lookup (another usearch version), the public ``get``
     answers, with the same rows."""
-    from vestige.vectors import hnsw as hnsw_module
+    from diarist.vectors import hnsw as hnsw_module
 
     store, path = db
     ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 pytest.importorskip("usearch")
 
-from vestige.cli import main  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
+from diarist.cli import main  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
 
 FACTS = 300
 
@@ -62,7 +62,7 @@ def test_a_delete_through_the_cli_leaves_no_copy_in_the_graph_files(tmp_path):
     db = tmp_path / "m.sqlite"
     secret, kept = _filled(db)
     result = CliRunner().invoke(main, ["delete", "f42", "--db", str(db), "--app", "a", "--embedder", "hash"],
-                                env={"VESTIGE_DB": ""})
+                                env={"DIARIST_DB": ""})
     assert result.exit_code == 0, result.output
     assert secret not in _folder_bytes(db) and kept in _folder_bytes(db)
 
@@ -94,7 +94,7 @@ def test_a_stale_process_does_not_save_a_deleted_vector_back_on_close(tmp_path):
 def test_scrubbing_keeps_the_graph_searchable():
     """Placeholders overwrite the removed slots and are removed again: the graph's size and
     its answers for the vectors it keeps are unchanged."""
-    from vestige.vectors.hnsw import _remove_and_scrub
+    from diarist.vectors.hnsw import _remove_and_scrub
     from usearch.index import Index
 
     rng = np.random.default_rng(0)
@@ -112,8 +112,8 @@ def test_the_embedding_cache_is_opt_in_and_outside_the_delete_guarantee(tmp_path
     """The guarantee RELIABILITY.md states: a delete does not reach the embedding cache (a
     vector keyed by a SHA-256 of the text), which only a caller's ``embed_cache=`` creates; no
     memory the CLI or the server opens has one."""
-    from vestige.cli.options import open_memory
-    from vestige.embed.cache import text_key
+    from diarist.cli.options import open_memory
+    from diarist.embed.cache import text_key
 
     db = tmp_path / "m.sqlite"
     with Memory(db, embedder="hash") as plain:

@@ -1,5 +1,5 @@
 """Importers: the exports people have (ChatGPT, Claude.ai, Claude Code, OpenAI logs, Markdown
-notes), read through ``vestige ingest`` from the sample files in tests/data/importers/, and found
+notes), read through ``diarist ingest`` from the sample files in tests/data/importers/, and found
 again; detection, --format, standard input, folders, and errors that name the file."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vestige import ingest as legacy
-from vestige.cli import main
-from vestige.dates import normalise_date
-from vestige.importers import FORMATS, IMPORTERS, Importer, Source, detect, read_all, read_sessions
-from vestige.importers import locomo as locomo_importer
-from vestige.importers import longmemeval as longmemeval_importer
-from vestige.memory import Memory
+from diarist import ingest as legacy
+from diarist.cli import main
+from diarist.dates import normalise_date
+from diarist.importers import FORMATS, IMPORTERS, Importer, Source, detect, read_all, read_sessions
+from diarist.importers import locomo as locomo_importer
+from diarist.importers import longmemeval as longmemeval_importer
+from diarist.memory import Memory
 from export_shapes import chatgpt_conversation
 
 DATA = Path(__file__).resolve().parent / "data" / "importers"
@@ -33,7 +33,7 @@ NOTES = DATA / "notes"
 def _ingest(path, db, *extra, input=None):
     return CliRunner().invoke(
         main, ["ingest", str(path), "--db", str(db), "--embedder", "hash", "--app", "t", *extra],
-        input=input, env={"VESTIGE_DB": ""},
+        input=input, env={"DIARIST_DB": ""},
     )
 
 
@@ -234,7 +234,7 @@ def test_openai_log_with_developer_tool_calls_and_parts(tmp_path):
     assert messages[4]["content"].startswith("Sorry about that, Priya!")
 
 
-def test_openai_records_and_vestige_sessions_are_told_apart(tmp_path):
+def test_openai_records_and_diarist_sessions_are_told_apart(tmp_path):
     tuned = tmp_path / "finetune.jsonl"
     tuned.write_text("".join(json.dumps(r) + "\n" for r in [
         {"messages": [{"role": "developer", "content": "Answer as a travel agent."},
@@ -325,7 +325,7 @@ def test_folder_of_mixed_exports_skips_what_it_cannot_read(tmp_path):
     db = tmp_path / "x.sqlite"
     result = _ok(_ingest(export, db))
     assert "3 sessions added" in result.stdout
-    assert f"skipped {export / 'chatgpt' / 'user.json'}: not a format vestige reads" in result.stderr
+    assert f"skipped {export / 'chatgpt' / 'user.json'}: not a format diarist reads" in result.stderr
     assert f"skipped {export / 'empty.md'}: file is empty" in result.stderr
     imported = read_all(export)
     assert imported.format == "chatgpt+markdown"
@@ -348,7 +348,7 @@ def test_a_file_in_no_format_names_the_file_the_formats_and_why(tmp_path):
     wrong.write_text(json.dumps({"theme": "dark", "fontSize": 14}))
     db = tmp_path / "x.sqlite"
     line = _error(_ingest(wrong, db))
-    assert f"{wrong}: not a format vestige reads" in line
+    assert f"{wrong}: not a format diarist reads" in line
     for clause in ("chatgpt: no 'mapping' in record 1", "claude-ai: no 'chat_messages' in record 1",
                    "sessions: missing field 'messages' in record 1", "markdown: a .json file, not a note",
                    "longmemeval: no 'haystack_sessions' in record 1"):
@@ -541,8 +541,8 @@ def test_wrapped_claude_ai_and_two_session_ids_in_one_claude_code_file(tmp_path)
 
 
 def test_identical_texts_are_embedded_once(tmp_path):
-    from vestige.embed.hashing import HashEmbedder
-    from vestige.write.validate import SessionInput
+    from diarist.embed.hashing import HashEmbedder
+    from diarist.write.validate import SessionInput
 
     class Counting(HashEmbedder):
         embedded: list[str] = []

@@ -1,6 +1,6 @@
 """Export shapes met in real exports and in the fixtures of other exporter and viewer projects
 (issue 28 item 3), each written here by hand: a ChatGPT canvas document, a Claude.ai voice
-note, Claude.ai blocks of a kind vestige does not know, and a Claude Code folder as Claude Code
+note, Claude.ai blocks of a kind diarist does not know, and a Claude Code folder as Claude Code
 writes it now (progress lines, a sub-agent's file, a compacted session)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vestige.importers import read_all, read_sessions
+from diarist.importers import read_all, read_sessions
 
 
 def _contents(session) -> list[tuple[str, str]]:
@@ -55,7 +55,7 @@ def test_claude_ai_voice_note_and_unknown_blocks_keep_the_words(tmp_path):
                "updated_at": "2025-05-01T10:05:00Z", "chat_messages": [
                    _claude_message("human", [{"type": "voice_note", "title": "Recording",
                                               "transcript": "When should I plant the tomato seedlings?"}]),
-                   # a block kind vestige does not know, with the words in the message's text
+                   # a block kind diarist does not know, with the words in the message's text
                    _claude_message("assistant", [{"type": "rich_answer_v9", "payload": {"x": 1}}],
                                    text="Plant them after the last frost, mid-May here."),
                    # thinking only: nothing to keep (the text field repeats the thinking)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from vestige.embed.hashing import HashEmbedder
-from vestige.memory import Memory
+from diarist.embed.hashing import HashEmbedder
+from diarist.memory import Memory
 
 
 class CountingEmbedder(HashEmbedder):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vestige.embed.base import dequantize, normalise, quantize
-from vestige.ranking import top
-from vestige.store.base import IndexedChunk, Item
-from vestige.store.sqlite import SQLiteStore
-from vestige.types import Chunk, Message
-from vestige.vectors import ExactDenseIndex, exact, int8_scan
+from diarist.embed.base import dequantize, normalise, quantize
+from diarist.ranking import top
+from diarist.store.base import IndexedChunk, Item
+from diarist.store.sqlite import SQLiteStore
+from diarist.types import Chunk, Message
+from diarist.vectors import ExactDenseIndex, exact, int8_scan
 
 DIM = 48
 
@@ -259,7 +259,7 @@ def test_searches_beside_appends_answer_the_top_of_a_state_no_older_than_they_sa
 
 
 def test_doctor_says_what_computes_the_products(tmp_path, monkeypatch):
-    from vestige import Memory, health
+    from diarist import Memory, health
 
     mem = Memory(tmp_path / "d.sqlite", embedder="hash")
     lines = health.check(mem).lines

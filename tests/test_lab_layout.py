@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vestige.bench.report import CONTEXT_RUN_FILES, RUN_FILES, find_runs
+from diarist.bench.report import CONTEXT_RUN_FILES, RUN_FILES, find_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "benchmarks"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vestige"
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "diarist"
 
 
 def _modules() -> dict[str, Path]:
@@ -18,14 +18,14 @@ def _modules() -> dict[str, Path]:
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    # A C extension's source is a module too (it imports nothing of vestige's).
+    # A C extension's source is a module too (it imports nothing of diarist's).
     for path in PACKAGE.rglob("*.c"):
         out[".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)] = path
     return out
 
 
 def _top_level_imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The vestige modules a module imports when it is loaded (not inside functions)."""
+    """The diarist modules a module imports when it is loaded (not inside functions)."""
     if path.suffix == ".c":
         return set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -43,7 +43,7 @@ def _top_level_imports(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 def _imports(name: str, path: Path, known: set[str], *, deferred: bool) -> set[str]:
-    """The vestige modules a module imports: when it is loaded, or (``deferred``) anywhere in it,
+    """The diarist modules a module imports: when it is loaded, or (``deferred``) anywhere in it,
     inside functions and ``if TYPE_CHECKING:`` blocks too."""
     if not deferred:
         return _top_level_imports(name, path, known)
@@ -100,11 +100,11 @@ def test_no_import_cycles(deferred):
 
 def test_the_cycle_check_sees_a_deferred_import():
     deferred = _write_module("def f():\n    from . import a\n")
-    assert _imports("vestige.b", deferred, {"vestige.a"}, deferred=False) == set()
-    graph = {"vestige.a": {"vestige.b"}, "vestige.b": _imports("vestige.b", deferred, {"vestige.a"}, deferred=True)}
-    assert _cycle(graph) == ["vestige.a", "vestige.b", "vestige.a"]
+    assert _imports("diarist.b", deferred, {"diarist.a"}, deferred=False) == set()
+    graph = {"diarist.a": {"diarist.b"}, "diarist.b": _imports("diarist.b", deferred, {"diarist.a"}, deferred=True)}
+    assert _cycle(graph) == ["diarist.a", "diarist.b", "diarist.a"]
     typing_only = _write_module("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n")
-    assert _imports("vestige.b", typing_only, {"vestige.a"}, deferred=True) == {"vestige.a"}
+    assert _imports("diarist.b", typing_only, {"diarist.a"}, deferred=True) == {"diarist.a"}
 
 
 def _write_module(text: str) -> Path:
@@ -133,11 +133,11 @@ def test_no_store_is_probed_outside_the_store_package():
     modules = _modules()
     probes, backend = [], []
     for name, path in modules.items():
-        if name.startswith("vestige.store") or path.suffix != ".py":
+        if name.startswith("diarist.store") or path.suffix != ".py":
             continue
         probes += _store_probes(path)
         imports = _imports(name, path, set(modules), deferred=True)
-        reached = sorted(m for m in imports if m.startswith(("vestige.store.sqlite", "vestige.store.postgres")))
+        reached = sorted(m for m in imports if m.startswith(("diarist.store.sqlite", "diarist.store.postgres")))
         if reached and name not in BACKEND_IMPORTS_ALLOWED:
             backend.append(f"{name} imports {', '.join(reached)}")
     assert not probes, "stores probed outside store/:\n" + "\n".join(probes)
@@ -164,10 +164,10 @@ def test_the_probe_check_sees_a_probe():
 
 
 ENTRY_MODULES = [
-    "vestige.cli", "vestige.cli.commands", "vestige.server.cli", "vestige.server.app", "vestige.server.mcp_server",
-    "vestige.server.protocol",  # uvicorn's worker processes load it by name, before the app
-    "vestige.bench.cli", "vestige.health", "vestige.context", "vestige.memory", "vestige.store.sqlite",
-    "vestige.lexical.postings", "vestige.vectors", "vestige.keys", "vestige.export",
+    "diarist.cli", "diarist.cli.commands", "diarist.server.cli", "diarist.server.app", "diarist.server.mcp_server",
+    "diarist.server.protocol",  # uvicorn's worker processes load it by name, before the app
+    "diarist.bench.cli", "diarist.health", "diarist.context", "diarist.memory", "diarist.store.sqlite",
+    "diarist.lexical.postings", "diarist.vectors", "diarist.keys", "diarist.export",
 ]
 
 
@@ -180,10 +180,10 @@ def test_module_imports_first(module):
 
 
 def test_the_ann_index_and_the_embedder_load_together():
-    """usearch's extension loaded before onnxruntime made onnxruntime's import segfault: vestige
+    """usearch's extension loaded before onnxruntime made onnxruntime's import segfault: diarist
     loads onnxruntime first whenever it loads the ANN index."""
     pytest.importorskip("usearch", reason="the 'ann' extra is not installed")
-    code = ("import vestige.vectors.hnsw, usearch.index; from vestige.embed import get_embedder; "
+    code = ("import diarist.vectors.hnsw, usearch.index; from diarist.embed import get_embedder; "
             "print(get_embedder('minilm').embed(['hello']).shape)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
@@ -192,7 +192,7 @@ def test_the_ann_index_and_the_embedder_load_together():
 
 def test_the_readme_layout_names_every_module_and_package():
     """README's Layout section matches the tree: each top-level module and package of
-    src/vestige, and each module of store/, is named there."""
+    src/diarist, and each module of store/, is named there."""
     readme = (PACKAGE.parents[1] / "README.md").read_text(encoding="utf-8")
     layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
     names = [p.name for p in PACKAGE.iterdir() if (p.suffix == ".py" and not p.name.startswith("__"))

@@ -1,4 +1,4 @@
-"""The MaxSim second stage (vestige.rerank.maxsim) without the model: the real WordPiece
+"""The MaxSim second stage (diarist.rerank.maxsim) without the model: the real WordPiece
 tokenizer of the default model and a stand-in graph whose token vector depends only on the
 token id, so that a candidate sharing a question's word matches it exactly (cosine 1)."""
 
@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from tokenizers import BertWordPieceTokenizer
 
-from vestige.embed.onnx_base import OnnxTransformerEmbedder
-from vestige.embed.onnx_minilm import VOCAB_PATH
-from vestige.errors import ConfigError
-from vestige.memory import Memory
-from vestige.read.question import Question
-from vestige.rerank import RERANKERS, LazyReranker, get_reranker
-from vestige.rerank.base import Reranker
-from vestige.rerank.maxsim import MaxSimParams, MaxSimReranker, blend_order, content_tokens, maxsim, parse_spec
-from vestige.types import Hit
+from diarist.embed.onnx_base import OnnxTransformerEmbedder
+from diarist.embed.onnx_minilm import VOCAB_PATH
+from diarist.errors import ConfigError
+from diarist.memory import Memory
+from diarist.read.question import Question
+from diarist.rerank import RERANKERS, LazyReranker, get_reranker
+from diarist.rerank.base import Reranker
+from diarist.rerank.maxsim import MaxSimParams, MaxSimReranker, blend_order, content_tokens, maxsim, parse_spec
+from diarist.types import Hit
 
 DIM = 32
 

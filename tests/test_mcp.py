@@ -8,10 +8,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from test_server_support import VESTIGE, ServerThread, create_key, vestige_env
+from test_server_support import DIARIST, ServerThread, create_key, diarist_env
 
-from vestige.memory import Memory
-from vestige.server.mcp_server import http_app
+from diarist.memory import Memory
+from diarist.server.mcp_server import http_app
 
 
 def text_of(result) -> str:
@@ -57,7 +57,7 @@ async def remember_then_recall(client: Client) -> None:
 def test_stdio_remember_then_recall(tmp_path):
     db = tmp_path / "mcp.sqlite"
     params = StdioServerParameters(
-        command=VESTIGE, args=["mcp", "--db", str(db), "--app", "agent", "--embedder", "hash"], env=vestige_env()
+        command=DIARIST, args=["mcp", "--db", str(db), "--app", "agent", "--embedder", "hash"], env=diarist_env()
     )
 
     async def main():
@@ -101,5 +101,5 @@ def test_streamable_http_remember_then_recall_with_key(tmp_path):
 def test_mcp_command_help(transport):
     import subprocess
 
-    out = subprocess.run([VESTIGE, "mcp", "--help"], capture_output=True, text=True, env=vestige_env())
+    out = subprocess.run([DIARIST, "mcp", "--help"], capture_output=True, text=True, env=diarist_env())
     assert out.returncode == 0 and "--app" in out.stdout and transport in out.stdout

@@ -1,10 +1,10 @@
-"""`vestige mcp --transport http` closes slow and stalled clients like `vestige serve` does.
+"""`diarist mcp --transport http` closes slow and stalled clients like `diarist serve` does.
 
 Finding this guards (the old build, e0b9e37): 250 of 250 connections sending a declared
 1,000-byte body one byte per 2 s were still open at 30 s (the MCP app had no body deadline;
-`vestige serve` closed all of them at 11.6 s).
+`diarist serve` closed all of them at 11.6 s).
 
-A real `vestige mcp --transport http` subprocess with a 1 s request timeout; a few connections
+A real `diarist mcp --transport http` subprocess with a 1 s request timeout; a few connections
 trickle their bodies one byte per 0.5 s. The assertion is that the server closed each socket;
 the loop bound (40 s of trickling) is a hang guard far above the timeout.
 """
@@ -16,8 +16,8 @@ import subprocess
 import time
 
 import pytest
-from raw_http import closed, read_until_closed, status, vestige_server
-from test_server_support import VESTIGE, free_port, vestige_env
+from raw_http import closed, read_until_closed, status, diarist_server
+from test_server_support import DIARIST, free_port, diarist_env
 
 T = 1.0  # the server's request timeout in this file
 TRICKLERS = 5
@@ -26,8 +26,8 @@ GUARD_STEPS = 80  # 40 s: far beyond T
 
 
 def _mcp(db, port: int, env: dict[str, str]):
-    """``vestige mcp --transport http`` on ``port``, without keys."""
-    return vestige_server(["mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db), "--embedder",
+    """``diarist mcp --transport http`` on ``port``, without keys."""
+    return diarist_server(["mcp", "--app", "x", "--transport", "http", "--no-auth", "--db", str(db), "--embedder",
                            "hash", "--port", str(port)], f"http://127.0.0.1:{port}/mcp", env)
 
 
@@ -36,7 +36,7 @@ def mcp_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("mcp-timeouts") / "m.sqlite"
     port = free_port()
     # The deadline through the environment (as `--timeout-seconds` sets it): the old build read it too.
-    with _mcp(db, port, {**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": str(T)}):
+    with _mcp(db, port, {**diarist_env(), "DIARIST_TIMEOUT_SECONDS": str(T)}):
         yield "127.0.0.1", port
 
 
@@ -84,8 +84,8 @@ def test_250_trickled_bodies_at_the_default_timeout(tmp_path):
     (RELIABILITY.md). Prints the seconds until the last one was closed."""
     db = tmp_path / "m.sqlite"
     port = free_port()
-    env = vestige_env()
-    env.pop("VESTIGE_TIMEOUT_SECONDS", None)
+    env = diarist_env()
+    env.pop("DIARIST_TIMEOUT_SECONDS", None)
     with _mcp(db, port, env):
         left_open, seconds = _trickle(("127.0.0.1", port), 250, 2.0, 30)  # 60 s guard
     print(f"\n250 trickled bodies: {left_open} left open; the last closed at {seconds:.1f} s")
@@ -104,5 +104,5 @@ def test_a_stalled_body_is_closed(mcp_server):
 
 
 def test_the_option_is_documented():
-    out = subprocess.run([VESTIGE, "mcp", "--help"], capture_output=True, text=True, env=vestige_env(), timeout=60)
+    out = subprocess.run([DIARIST, "mcp", "--help"], capture_output=True, text=True, env=diarist_env(), timeout=60)
     assert "--timeout-seconds" in out.stdout

@@ -1,4 +1,4 @@
-"""``vestige migrate SRC DST`` (``vestige.migrate``): a whole store copied into another.
+"""``diarist migrate SRC DST`` (``diarist.migrate``): a whole store copied into another.
 
 - SQLite -> PostgreSQL -> SQLite: the same contents (the JSONL exports are equal), the same
   rankings for every LoCoMo question of one conversation (the fused search, ids and scores),
@@ -21,16 +21,16 @@ from click.testing import CliRunner
 from conftest import add_all, load_locomo, make_sessions
 from memory_store import DictStore
 
-import vestige.migrate as migrate_module
-from vestige.cli import main
-from vestige.errors import ConfigError, DatabaseNotFound, KeyRefused
-from vestige.export import jsonl_lines
-from vestige.ingest import locomo_sessions
-from vestige.keys import KeyStore
-from vestige.memory import Memory
-from vestige.migrate import MigrationFailed, migrate, same_ranking
-from vestige.store.base import StoredChunk
-from vestige.store.sqlite import SQLiteStore
+import diarist.migrate as migrate_module
+from diarist.cli import main
+from diarist.errors import ConfigError, DatabaseNotFound, KeyRefused
+from diarist.export import jsonl_lines
+from diarist.ingest import locomo_sessions
+from diarist.keys import KeyStore
+from diarist.memory import Memory
+from diarist.migrate import MigrationFailed, migrate, same_ranking
+from diarist.store.base import StoredChunk
+from diarist.store.sqlite import SQLiteStore
 
 
 def build_source(path: Path | str, with_locomo: bool = True) -> dict[str, Any]:
@@ -167,7 +167,7 @@ def test_a_source_written_during_the_copy_commits_nothing(pg_server: Any, tmp_pa
         migrate(src, new, progress=meanwhile)
     writer.close()
     assert not new.exists() and not Path(f"{new}-wal").exists()  # the file it created is gone
-    from vestige.store.postgres import PostgresStore
+    from diarist.store.postgres import PostgresStore
 
     left = PostgresStore(url)
     try:  # rolled back whole: no app, no key, not even the embedder it claimed
@@ -194,7 +194,7 @@ def test_a_copy_that_does_not_verify_commits_nothing(pg_server: Any, tmp_path: P
     with pytest.raises(MigrationFailed, match="differs"):
         migrate(src, url, sample=100)
     monkeypatch.undo()
-    from vestige.store.postgres import PostgresStore
+    from diarist.store.postgres import PostgresStore
 
     left = PostgresStore(url)
     try:
@@ -218,7 +218,7 @@ def test_any_two_stores_through_the_contract(tmp_path: Path) -> None:
 
 
 def test_the_record_of_synced_files_is_copied(tmp_path: Path) -> None:
-    """A copy keeps what ``vestige sync`` recorded: a sync into it reads no unchanged file again
+    """A copy keeps what ``diarist sync`` recorded: a sync into it reads no unchanged file again
     and still knows which memories a deleted file produced."""
     vault = tmp_path / "vault"
     vault.mkdir()

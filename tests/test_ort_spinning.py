@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vestige.embed.onnx_minilm import MiniLMOnnxEmbedder
+from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
 
 def test_spinning_off_gives_the_same_vectors():

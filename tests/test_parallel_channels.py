@@ -9,10 +9,10 @@ import threading
 import pytest
 from conftest import add_all, make_sessions
 
-from vestige.lexical import LexicalChannel
-from vestige.memory import Memory
-from vestige.read.search import Channels, run_search
-from vestige.store.base import LexicalUnavailable
+from diarist.lexical import LexicalChannel
+from diarist.memory import Memory
+from diarist.read.search import Channels, run_search
+from diarist.store.base import LexicalUnavailable
 
 QUERIES = ["garden river lantern", "copper falcon", "zephyr wharf yarrow", "quartz lighthouse"]
 
@@ -113,14 +113,14 @@ def test_many_memories_share_a_few_worker_threads(tmp_path):
     process, as many as cores, whatever the number of memories."""
     import os
 
-    before = {t for t in threading.enumerate() if t.name.startswith("vestige-bm25")}
+    before = {t for t in threading.enumerate() if t.name.startswith("diarist-bm25")}
     memories = []
     for n in range(12):
         memory = Memory(tmp_path / f"m{n}.sqlite", embedder="hash")
         add_all(memory, make_sessions(3, seed=n), app="a")
         memory.search("garden river", app="a")
         memories.append(memory)
-    workers = {t for t in threading.enumerate() if t.name.startswith("vestige-bm25")}
+    workers = {t for t in threading.enumerate() if t.name.startswith("diarist-bm25")}
     assert len(workers) <= (os.cpu_count() or 1) and len(workers) >= len(before)
     for memory in memories:
         memory.close()
@@ -130,7 +130,7 @@ def test_without_worker_threads_the_lexical_half_runs_inline(mem, monkeypatch):
     """At interpreter shutdown a pool takes no new work: search still answers, inline."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from vestige.lexical import bm25
+    from diarist.lexical import bm25
 
     want = _keys(mem.search("copper falcon", app="a", k=5))
     closed = ThreadPoolExecutor(max_workers=1)

@@ -1,5 +1,5 @@
 """benchmarks/peers.py runs end to end in the project venv, with the systems that need no peer
-installed (numpy, SQLite FTS5, vestige), on a 2k-chunk corpus; its result JSON has every field."""
+installed (numpy, SQLite FTS5, diarist), on a 2k-chunk corpus; its result JSON has every field."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from benchmark_scripts import load_benchmark_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "peers.py"
-SYSTEMS = ("numpy", "sqlite_fts5_numpy", "vestige", "vestige_vectors", "vestige_exact")
+SYSTEMS = ("numpy", "sqlite_fts5_numpy", "diarist", "diarist_vectors", "diarist_exact")
 
 
 def test_help():
@@ -37,11 +37,11 @@ def test_smallest_run_writes_the_result_shape(tmp_path):
         assert row["p50_ms"] > 0 and row["p95_ms"] >= row["p50_ms"] and row["build_s"] >= 0
         assert len(row["passes_ms"]["system"]) == len(row["passes_ms"]["numpy"]) == 1
     assert result["systems"]["numpy"]["disk_mb"] is None  # in memory
-    for name in ("sqlite_fts5_numpy", "vestige", "vestige_vectors", "vestige_exact"):
+    for name in ("sqlite_fts5_numpy", "diarist", "diarist_vectors", "diarist_exact"):
         assert result["systems"][name]["disk_mb"] > 0
-        # exact dense channels: the same top-200 as numpy's (2k chunks: vestige scans exactly)
+        # exact dense channels: the same top-200 as numpy's (2k chunks: diarist scans exactly)
         assert result["systems"][name]["dense_recall_at_200"]["mean"] == 1.0
-    assert result["vestige_build"]["chunks"] == 2000
+    assert result["diarist_build"]["chunks"] == 2000
 
 
 def _peers_module():
@@ -59,25 +59,25 @@ def _result(size: int, systems: dict, load: float) -> dict:
 
 def test_keep_other_rows_merges_and_marks_the_earlier_ones(tmp_path):
     peers = _peers_module()
-    earlier = _result(1000, {"numpy": _row("numpy", 10), "lancedb": _row("lancedb", 20), "vestige": _row("vestige", 5)}, 1.4)
-    now = _result(1000, {"numpy": _row("numpy", 9), "vestige": _row("vestige", 3)}, 0.5)
+    earlier = _result(1000, {"numpy": _row("numpy", 10), "lancedb": _row("lancedb", 20), "diarist": _row("diarist", 5)}, 1.4)
+    now = _result(1000, {"numpy": _row("numpy", 9), "diarist": _row("diarist", 3)}, 0.5)
     merged = peers.keep_other_rows(earlier, now, "not re-run")
     # This run's rows replace the earlier ones; the others are kept, in the table's order.
-    assert merged["systems"]["vestige"]["p50_ms"] == 3 and merged["systems"]["numpy"]["p50_ms"] == 9
+    assert merged["systems"]["diarist"]["p50_ms"] == 3 and merged["systems"]["numpy"]["p50_ms"] == 9
     assert merged["systems"]["lancedb"]["p50_ms"] == 20
-    assert list(merged["systems"]) == ["numpy", "lancedb", "vestige"]
+    assert list(merged["systems"]) == ["numpy", "lancedb", "diarist"]
     assert merged["rows_from_an_earlier_run"] == {"systems": ["lancedb"], "why": "not re-run",
                                                   "load1_start": 1.4, "load1_end": 1.4}
     # Kept again by a later run: the provenance of the first keeping stays.
-    again = peers.keep_other_rows(merged, _result(1000, {"numpy": _row("numpy", 8), "vestige": _row("vestige", 2)}, 0.1),
+    again = peers.keep_other_rows(merged, _result(1000, {"numpy": _row("numpy", 8), "diarist": _row("diarist", 2)}, 0.1),
                                   "another reason")
     assert again["rows_from_an_earlier_run"] == merged["rows_from_an_earlier_run"]
     (tmp_path / "peers_1k.json").write_text(json.dumps(again))
     table = peers.table(tmp_path)
-    assert "| lancedb * |" in table and "| vestige |" in table and "| numpy |" in table
+    assert "| lancedb * |" in table and "| diarist |" in table and "| numpy |" in table
     assert "\\* from an earlier run (load average 1.4 -> 1.4): not re-run" in table
     # Nothing kept: no mark, no note.
-    alone = peers.keep_other_rows(now, earlier | {"systems": {"numpy": _row("numpy", 1), "vestige": _row("vestige", 1)}}, "x")
+    alone = peers.keep_other_rows(now, earlier | {"systems": {"numpy": _row("numpy", 1), "diarist": _row("diarist", 1)}}, "x")
     assert "rows_from_an_earlier_run" not in alone
 
 

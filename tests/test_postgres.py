@@ -27,15 +27,15 @@ from conftest import add_all, load_locomo, make_sessions  # noqa: E402
 from pg_server import PgServer  # noqa: E402
 from store_contract import fact, identity_script  # noqa: E402
 
-from vestige import health, lexical  # noqa: E402
-from vestige.errors import DatabaseNotFound, NotADatabase, NotFound, SchemaError, StoreError  # noqa: E402
-from vestige.ingest import locomo_sessions  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
-from vestige.store import open_store  # noqa: E402
-from vestige.store.postgres import PostgresStore  # noqa: E402
-from vestige.store.postgres.connection import redact  # noqa: E402
-from vestige.store.postgres.text import from_db, to_db  # noqa: E402
-from vestige.store.sqlite import SQLiteStore  # noqa: E402
+from diarist import health, lexical  # noqa: E402
+from diarist.errors import DatabaseNotFound, NotADatabase, NotFound, SchemaError, StoreError  # noqa: E402
+from diarist.ingest import locomo_sessions  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.store import open_store  # noqa: E402
+from diarist.store.postgres import PostgresStore  # noqa: E402
+from diarist.store.postgres.connection import redact  # noqa: E402
+from diarist.store.postgres.text import from_db, to_db  # noqa: E402
+from diarist.store.sqlite import SQLiteStore  # noqa: E402
 
 DEPTH = 200
 
@@ -108,8 +108,8 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
     """Migration 3 regroups blocks of 1,024 chunk ids into blocks of 8,192, as SQLite's 7 does."""
     import itertools
 
-    from vestige.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, repack
-    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _repack_postings
+    from diarist.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, repack
+    from diarist.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _repack_postings
 
     url = pg_server.new_url("repack")
     queries = ("tuna cat", "red bicycle", "Lisbon", "cat")
@@ -134,7 +134,7 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
                     conn.execute("INSERT INTO lex_postings VALUES (%s, %s, %s, %s)", (app_id, term_id, number, data))
             conn.execute("UPDATE lex_stats SET version = 1")
             conn.execute("DROP TABLE synced_files")  # migration 5's
-            conn.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
+            conn.execute("DELETE FROM diarist_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
     with Memory(url, embedder="hash") as mem:
         after = {(app, q): [(h.id, h.score) for h in mem.search(q, app=app, k=20, rerank=False)]
                  for app in ("a", "b") for q in queries}
@@ -146,7 +146,7 @@ def test_a_first_format_schema_is_repacked_and_ranks_as_before(pg_server: PgServ
 
 
 def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgServer) -> None:
-    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _repack_postings
+    from diarist.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _repack_postings
 
     url = pg_server.new_url("repack_stale")
     with Memory(url, embedder="hash") as mem:
@@ -156,7 +156,7 @@ def test_the_repack_leaves_an_index_of_another_version_to_reindex(pg_server: PgS
         conn.execute("UPDATE lex_stats SET version = 1")
         conn.execute("UPDATE lex_stats SET version = 0 WHERE app_id = (SELECT id FROM apps WHERE name = 'stale')")
         conn.execute("DROP TABLE synced_files")  # migration 5's
-        conn.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
+        conn.execute("DELETE FROM diarist_schema WHERE version > %s", (PG_MIGRATIONS.index(_repack_postings),))
     with Memory(url, embedder="hash") as mem:
         assert mem.lexical.status("kept") is None
         assert "reindex" in (mem.lexical.status("stale") or "")
@@ -173,9 +173,9 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
     """Migration 4 re-analyses every version-2 index with the stemming analyzer, as SQLite's 8."""
     import sys
 
-    from vestige.store.postgres.dialect import DIALECT
-    from vestige.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _restem_postings
-    from vestige.store.sql import postings as sql_postings
+    from diarist.store.postgres.dialect import DIALECT
+    from diarist.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS, _restem_postings
+    from diarist.store.sql import postings as sql_postings
 
     url = pg_server.new_url("restem")
     queries = ("adopting a dog", "paintings", "Caroline")
@@ -186,7 +186,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
         fresh = {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)] for q in queries}
     select = ("SELECT p.app_id, t.term, p.block, p.data FROM lex_postings p JOIN lex_terms t ON t.id = p.term_id "
               "ORDER BY 1, 2, 3")
-    analyze_module = sys.modules["vestige.lexical.analyze"]
+    analyze_module = sys.modules["diarist.lexical.analyze"]
     with psycopg.connect(url, autocommit=True) as conn:
         current = [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()]
         stem = analyze_module.stem
@@ -197,7 +197,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
                     sql_postings.rebuild(DIALECT, cur, int(app_id))
                 cur.execute("UPDATE lex_stats SET version = 2")
                 cur.execute("DROP TABLE synced_files")  # migration 5's
-                cur.execute("DELETE FROM vestige_schema WHERE version > %s", (PG_MIGRATIONS.index(_restem_postings),))
+                cur.execute("DELETE FROM diarist_schema WHERE version > %s", (PG_MIGRATIONS.index(_restem_postings),))
         finally:
             analyze_module.stem, analyze_module._STEMS = stem, {}
         assert [(a, t, b, bytes(d)) for a, t, b, d in conn.execute(select).fetchall()] != current
@@ -212,7 +212,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(pg_ser
 
 def test_a_rebuild_in_pages_writes_what_one_page_writes(pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """As SQLite's: pages of 3 chunks give the postings, lengths and rankings of one page."""
-    from vestige.store.sql import postings as sql_postings
+    from diarist.store.sql import postings as sql_postings
 
     url = pg_server.new_url("rebuild_pages")
     words = "cat tuna red bicycle Lisbon apartment piano lessons garden rain painting".split()
@@ -324,7 +324,7 @@ def test_a_missing_database_or_schema(pg_server: PgServer) -> None:
         PostgresStore(pg_server.uri.replace("postgres:@", "nobody@", 1))
     with pytest.raises(StoreError, match="CREATE SCHEMA"):
         PostgresStore(pg_server.url("no_such_schema"))
-    with pytest.raises(DatabaseNotFound, match="vestige ingest"):
+    with pytest.raises(DatabaseNotFound, match="diarist ingest"):
         PostgresStore(pg_server.new_url(), create=False)
 
 
@@ -353,7 +353,7 @@ def test_a_newer_or_foreign_schema_is_refused(pg_server: PgServer) -> None:
     url = pg_server.new_url()
     PostgresStore(url).close()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("INSERT INTO vestige_schema (version) VALUES (99)")
+        conn.execute("INSERT INTO diarist_schema (version) VALUES (99)")
     with pytest.raises(SchemaError, match="99 is newer"):
         PostgresStore(url)
     foreign = pg_server.new_url()

@@ -14,8 +14,8 @@ import psycopg  # noqa: E402
 from memory_store import DictStore  # noqa: E402
 from test_bulk_build import build, scores, workload  # noqa: E402
 
-from vestige.store.postgres import PostgresStore  # noqa: E402
-from vestige.store.postgres import postings as pg_postings  # noqa: E402
+from diarist.store.postgres import PostgresStore  # noqa: E402
+from diarist.store.postgres import postings as pg_postings  # noqa: E402
 
 # Every table a write fills, without the columns that hold the time of the write.
 TABLES = {

@@ -1,11 +1,11 @@
 """The command line, the HTTP server and MCP on PostgreSQL (the ``pg_server`` of tests/pg_server.py):
 
-- ``VESTIGE_DB=postgresql://...`` (or ``--db``) selects it for every command, and no output ever
-  shows the password of the URL (``vestige serve`` prints the store's location);
+- ``DIARIST_DB=postgresql://...`` (or ``--db``) selects it for every command, and no output ever
+  shows the password of the URL (``diarist serve`` prints the store's location);
 - pool options ride on the URL (``pool_size``, ``pool_timeout``, ``write_lock_timeout``), so
-  ``vestige serve`` workers, which get the URL through ``VESTIGE_DB``, size their pools by it;
-- ``vestige serve --workers 2`` answers /health and a search with a key; ``vestige mcp`` works;
-- 8 writer processes (4 through ``vestige serve --workers 4``, 4 through ``Memory``) and 4
+  ``diarist serve`` workers, which get the URL through ``DIARIST_DB``, size their pools by it;
+- ``diarist serve --workers 2`` answers /health and a search with a key; ``diarist mcp`` works;
+- 8 writer processes (4 through ``diarist serve --workers 4``, 4 through ``Memory``) and 4
   readers on one database: no errors, and every acknowledged write is there afterwards.
 """
 
@@ -28,14 +28,14 @@ pg_module.require()  # skips without the postgres extra (fails in CI)
 import httpx  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from pg_server import PgServer  # noqa: E402
-from test_server_support import VESTIGE, free_port, vestige_env, wait_for_http  # noqa: E402
+from test_server_support import DIARIST, free_port, diarist_env, wait_for_http  # noqa: E402
 
-from vestige.cli import main  # noqa: E402
-from vestige.errors import ConfigError  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
-from vestige.store import open_store  # noqa: E402
-from vestige.store.postgres import PostgresStore  # noqa: E402
-from vestige.store.postgres.connection import url_options  # noqa: E402
+from diarist.cli import main  # noqa: E402
+from diarist.errors import ConfigError  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.store import open_store  # noqa: E402
+from diarist.store.postgres import PostgresStore  # noqa: E402
+from diarist.store.postgres.connection import url_options  # noqa: E402
 
 SECRET = "s3cret-pw"
 
@@ -59,7 +59,7 @@ def secret_url(pg: PgServer, prefix: str) -> str:
 
 
 def run(args: list[str], env: dict[str, str] | None = None, code: int = 0) -> str:
-    """A vestige command in this process; its output (stdout and stderr), never with the password."""
+    """A diarist command in this process; its output (stdout and stderr), never with the password."""
     result = CliRunner().invoke(main, args, env=env, catch_exceptions=False)
     out = result.output + result.stderr
     assert result.exit_code == code, out
@@ -101,10 +101,10 @@ def test_every_command_on_postgresql(pg_server: PgServer, tmp_path: Path) -> Non
     url = secret_url(pg_server, "cli") + "&pool_size=4"
     data = tmp_path / "sessions.jsonl"
     data.write_text("".join(json.dumps(s) + "\n" for s in SESSIONS), encoding="utf-8")
-    env = {**vestige_env(), "VESTIGE_DB": url}
+    env = {**diarist_env(), "DIARIST_DB": url}
 
-    # A real process, selected by $VESTIGE_DB alone.
-    done = subprocess.run([VESTIGE, "ingest", str(data), "--embedder", "hash", "--app", "me"], env=env,
+    # A real process, selected by $DIARIST_DB alone.
+    done = subprocess.run([DIARIST, "ingest", str(data), "--embedder", "hash", "--app", "me"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert SECRET not in done.stdout + done.stderr and "postgresql://postgres@" in done.stdout
@@ -117,8 +117,8 @@ def test_every_command_on_postgresql(pg_server: PgServer, tmp_path: Path) -> Non
     assert stats["apps"]["me"]["sessions"] == 3 and stats["apps"]["me"]["lexical_index"] == "complete"
     assert "ok" in run(["doctor"], env).lower()
 
-    # --db wins over $VESTIGE_DB (here: a file that does not exist, which would be refused).
-    other = {"VESTIGE_DB": str(tmp_path / "none.sqlite")}
+    # --db wins over $DIARIST_DB (here: a file that does not exist, which would be refused).
+    other = {"DIARIST_DB": str(tmp_path / "none.sqlite")}
     fact_id = run(["add", "The user is allergic to peanuts.", "--app", "me", "--id", "allergy", "--db", url],
                   other).strip()
     assert fact_id == "allergy"
@@ -139,10 +139,10 @@ def test_every_command_on_postgresql(pg_server: PgServer, tmp_path: Path) -> Non
     assert "revoked key" in run(["keys", "revoke", str(listed[0]["id"])], env)
     assert run(["keys", "list"], env).strip() == "no keys"
 
-    # A read-only command never creates a memory: a fresh schema is "no vestige database".
+    # A read-only command never creates a memory: a fresh schema is "no diarist database".
     empty = secret_url(pg_server, "empty")
     result = CliRunner().invoke(main, ["stats", "--db", empty])
-    assert result.exit_code == 1 and "no vestige database" in result.output and SECRET not in result.output
+    assert result.exit_code == 1 and "no diarist database" in result.output and SECRET not in result.output
 
 
 def test_serve_with_workers_and_mcp_on_postgresql(pg_server: PgServer, tmp_path: Path) -> None:
@@ -154,8 +154,8 @@ def test_serve_with_workers_and_mcp_on_postgresql(pg_server: PgServer, tmp_path:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [VESTIGE, "serve", "--db", url, "--port", str(port), "--workers", "2", "--log-level", "info"],
-        env=vestige_env(), stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [DIARIST, "serve", "--db", url, "--port", str(port), "--workers", "2", "--log-level", "info"],
+        env=diarist_env(), stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
         wait_for_http(f"{base}/health", server)
@@ -179,14 +179,14 @@ def test_serve_with_workers_and_mcp_on_postgresql(pg_server: PgServer, tmp_path:
     with Memory(url) as mem:
         assert mem.get("srv", app="me")["text"] == "Written through the server."
 
-    # MCP over stdio, selected by $VESTIGE_DB.
+    # MCP over stdio, selected by $DIARIST_DB.
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     from test_mcp import remember_then_recall
 
-    params = StdioServerParameters(command=VESTIGE, args=["mcp", "--app", "agent"],
-                                   env={**vestige_env(), "VESTIGE_DB": url})
+    params = StdioServerParameters(command=DIARIST, args=["mcp", "--app", "agent"],
+                                   env={**diarist_env(), "DIARIST_DB": url})
 
     async def session() -> None:
         async with Client(params, read_timeout_seconds=60) as client:
@@ -207,7 +207,7 @@ if via == "http":
     import httpx
     http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 else:
-    from vestige.memory import Memory
+    from diarist.memory import Memory
     memory = Memory(db)
 errors = 0
 def say(**what):
@@ -261,7 +261,7 @@ READS = 25  # per reader
 
 def test_eight_writers_and_four_readers_on_one_database(pg_server: PgServer) -> None:
     """Bounded: 8 writers x 16 writes (sessions, facts, appends to one shared session), half of
-    them through `vestige serve --workers 4`, half through Memory in their own processes, and 4
+    them through `diarist serve --workers 4`, half through Memory in their own processes, and 4
     readers (2 over HTTP, 2 direct) at the same time."""
     started = time.monotonic()
     url = pg_server.new_url("conc") + "&pool_size=4"
@@ -272,8 +272,8 @@ def test_eight_writers_and_four_readers_on_one_database(pg_server: PgServer) -> 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [VESTIGE, "serve", "--db", url, "--port", str(port), "--workers", "4", "--log-level", "warning"],
-        env=vestige_env(), stderr=subprocess.PIPE, text=True,
+        [DIARIST, "serve", "--db", url, "--port", str(port), "--workers", "4", "--log-level", "warning"],
+        env=diarist_env(), stderr=subprocess.PIPE, text=True,
     )
     procs: list[tuple[str, Any]] = []
     try:
@@ -285,7 +285,7 @@ def test_eight_writers_and_four_readers_on_one_database(pg_server: PgServer) -> 
             n = WRITES if role == "write" else READS
             procs.append((name, subprocess.Popen(
                 [sys.executable, "-c", WORKER, role, via, url, str(n), base, key, name, start_at],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vestige_env())))
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=diarist_env())))
         acknowledged, appended, reads = [], [], 0
         for name, proc in procs:
             out, err = proc.communicate(timeout=150)
@@ -323,8 +323,8 @@ def test_eight_writers_and_four_readers_on_one_database(pg_server: PgServer) -> 
 def test_a_read_only_session_serves_every_read(pg_server: PgServer) -> None:
     """What a read replica (a hot standby) can serve: a session whose transactions are read-only
     searches, gets, lists, exports and checks keys; a write is refused with a clear error."""
-    from vestige.errors import StoreError
-    from vestige.export import jsonl_lines
+    from diarist.errors import StoreError
+    from diarist.export import jsonl_lines
 
     url = pg_server.new_url("ro")
     with Memory(url, embedder="hash") as mem:

@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 from pg_server import _import, _log_tail, _start
 
-from vestige.errors import NotFound
+from diarist.errors import NotFound
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 WRITER = """
 import sys
-from vestige.memory import Memory
+from diarist.memory import Memory
 memory = Memory(sys.argv[1], embedder="hash")
 for i in range(100_000):
     sid = f"s{sys.argv[2]}-{i}"
@@ -102,7 +102,7 @@ def own_server():
 
 
 def run_trials(own_server, trials: int, seed: int) -> dict[str, int]:
-    from vestige.memory import Memory
+    from diarist.memory import Memory
 
     server, pg = own_server
     rng = random.Random(seed)

@@ -12,14 +12,14 @@ import pg_server as pg_module
 pg_module.require()  # skips without the postgres extra (fails in CI)
 
 from pg_server import PgServer  # noqa: E402
-from vestige.embed.base import normalise, quantize  # noqa: E402
-from vestige.lexical import analyze  # noqa: E402
-from vestige.store.base import IndexedChunk, Item  # noqa: E402
-from vestige.store.postgres import PostgresStore  # noqa: E402
-from vestige.store.postgres import dense as pg_dense  # noqa: E402
-from vestige.store.postgres.dense import PgvectorDenseIndex  # noqa: E402
-from vestige.types import Chunk, Message  # noqa: E402
-from vestige.vectors import ExactDenseIndex, dense_index  # noqa: E402
+from diarist.embed.base import normalise, quantize  # noqa: E402
+from diarist.lexical import analyze  # noqa: E402
+from diarist.store.base import IndexedChunk, Item  # noqa: E402
+from diarist.store.postgres import PostgresStore  # noqa: E402
+from diarist.store.postgres import dense as pg_dense  # noqa: E402
+from diarist.store.postgres.dense import PgvectorDenseIndex  # noqa: E402
+from diarist.types import Chunk, Message  # noqa: E402
+from diarist.vectors import ExactDenseIndex, dense_index  # noqa: E402
 
 DIM = 48
 

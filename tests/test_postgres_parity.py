@@ -1,5 +1,5 @@
 """SQLite and PostgreSQL return identical top-200 chunk rankings for every LoCoMo dev question,
-both ingested through the CLI (``vestige ingest``): dense, lexical and the fused search.
+both ingested through the CLI (``diarist ingest``): dense, lexical and the fused search.
 
 Heavy (about a minute on two busy cores): run with ``pytest --heavy tests/test_postgres_parity.py``;
 its figures are in BENCHMARKS.md ("PostgreSQL parity"). test_postgres.py checks one conversation
@@ -18,16 +18,16 @@ pg_module.require()
 from click.testing import CliRunner  # noqa: E402
 from conftest import LOCOMO_PATH, load_locomo  # noqa: E402
 
-from vestige import lexical  # noqa: E402
-from vestige.cli import main  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
+from diarist import lexical  # noqa: E402
+from diarist.cli import main  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
 
 DEPTH = 200
 
 
 def _ingest(location: str) -> None:
     result = CliRunner().invoke(main, ["ingest", str(LOCOMO_PATH), "--db", location, "--app", "locomo",
-                                       "--embedder", "hash"], env={"VESTIGE_DB": ""})
+                                       "--embedder", "hash"], env={"DIARIST_DB": ""})
     assert result.exit_code == 0, result.output
 
 

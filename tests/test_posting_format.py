@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vestige import lexical
-from vestige.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, pack, repack, unpack
-from vestige.memory import Memory
-from vestige.store.sqlite.migrations import MIGRATIONS, _repack_postings, _restem_postings
+from diarist import lexical
+from diarist.lexical.postings import BLOCK_BITS, FIRST_FORMAT_BLOCK_BITS, pack, repack, unpack
+from diarist.memory import Memory
+from diarist.store.sqlite.migrations import MIGRATIONS, _repack_postings, _restem_postings
 
 
 def _blocks(postings: list[tuple[int, int]], bits: int) -> list[tuple[int, bytes]]:
@@ -141,15 +141,15 @@ def test_an_index_of_another_version_is_left_to_reindex(tmp_path: Path) -> None:
 
 
 def test_a_repack_says_so_and_a_new_file_says_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from vestige.lexical.postings import REPACK_NOTICE
+    from diarist.lexical.postings import REPACK_NOTICE
 
     path = tmp_path / "m.sqlite"
-    with caplog.at_level("WARNING", logger="vestige"):
+    with caplog.at_level("WARNING", logger="diarist"):
         with Memory(path, embedder="hash") as mem:
             mem.add_fact("the cat likes tuna", app="a")
     assert REPACK_NOTICE not in caplog.text  # migration 7 ran on an empty index: nothing to say
     _to_first_format(path)
-    with caplog.at_level("WARNING", logger="vestige"):
+    with caplog.at_level("WARNING", logger="diarist"):
         Memory(path, embedder="hash").close()
     assert REPACK_NOTICE in caplog.text
 
@@ -168,10 +168,10 @@ def _to_unstemmed_index(path: Path) -> None:
     written from unstemmed terms (lexical version 2), schema before migration 8."""
     import sys
 
-    from vestige.store.sql import postings as sql_postings
-    from vestige.store.sqlite.dialect import DIALECT
+    from diarist.store.sql import postings as sql_postings
+    from diarist.store.sqlite.dialect import DIALECT
 
-    analyze_module = sys.modules["vestige.lexical.analyze"]  # the module, not the function
+    analyze_module = sys.modules["diarist.lexical.analyze"]  # the module, not the function
 
     conn = sqlite3.connect(path)
     stem = analyze_module.stem
@@ -193,7 +193,7 @@ def _to_unstemmed_index(path: Path) -> None:
 
 def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_path: Path,
                                                                         caplog: pytest.LogCaptureFixture) -> None:
-    from vestige.lexical.postings import RESTEM_NOTICE
+    from diarist.lexical.postings import RESTEM_NOTICE
 
     path = tmp_path / "m.sqlite"
     with Memory(path, embedder="hash") as mem:
@@ -205,7 +205,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_pa
     current = _postings_by_term(path)
     _to_unstemmed_index(path)
     assert _postings_by_term(path) != current
-    with caplog.at_level("WARNING", logger="vestige"), Memory(path, embedder="hash") as mem:
+    with caplog.at_level("WARNING", logger="diarist"), Memory(path, embedder="hash") as mem:
         assert mem.lexical.status("a") is None and mem.lexical.status("b") is None
         after = {q: [(h.id, h.score) for h in mem.search(q, app="a", k=5, rerank=False)] for q in fresh}
         # "adopting" finds "adopted" only through the stems the migration wrote.
@@ -221,7 +221,7 @@ def test_an_unstemmed_index_is_restemmed_on_open_and_ranks_as_a_fresh_one(tmp_pa
 def test_dropping_a_term_probes_the_postings_primary_key(tmp_path: Path) -> None:
     """Regression: the plan scanned every posting row once per term dropped, so a reindex or a
     migration of a 100k-chunk file ran for minutes."""
-    from vestige.store.sqlite.postings import DROP_UNUSED_TERM
+    from diarist.store.sqlite.postings import DROP_UNUSED_TERM
 
     path = tmp_path / "m.sqlite"
     with Memory(path, embedder="hash") as mem:
@@ -239,7 +239,7 @@ def test_dropping_a_term_probes_the_postings_primary_key(tmp_path: Path) -> None
 def test_a_rebuild_in_pages_writes_what_one_page_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``rebuild`` reads, analyses and writes chunks a page at a time (memory stays flat at a
     million chunks): pages of 3 give the postings, lengths and rankings of a single page."""
-    from vestige.store.sql import postings as sql_postings
+    from diarist.store.sql import postings as sql_postings
 
     path = tmp_path / "m.sqlite"
     rng = random.Random(3)

@@ -6,10 +6,10 @@ from datetime import datetime
 
 import pytest
 
-from vestige import Memory
-from vestige.read.query import analyze_query, proper_nouns, resolve_time
-from vestige.rerank.evidence import EvidenceReranker
-from vestige.types import Hit
+from diarist import Memory
+from diarist.read.query import analyze_query, proper_nouns, resolve_time
+from diarist.rerank.evidence import EvidenceReranker
+from diarist.types import Hit
 
 NOW = datetime(2023, 4, 18, 3, 31)  # a Tuesday
 
@@ -111,7 +111,7 @@ def test_search_passes_now_to_the_second_stage(tmp_path) -> None:
 
 
 def test_proper_noun_phrases_keep_each_name_whole():
-    from vestige.read.query import proper_noun_phrases
+    from diarist.read.query import proper_noun_phrases
 
     assert proper_noun_phrases("Which planet has the Great Red Spot?") == [["great", "red", "spot"]]
     assert proper_noun_phrases("When did Caroline and Melanie paint?") == [["carolin"], ["melani"]]

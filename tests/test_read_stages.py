@@ -8,25 +8,25 @@ from pathlib import Path
 
 import pytest
 
-import vestige.read.question as question_module
-from vestige.context import build_context
-from vestige.memory import Memory
-from vestige.read.cut import CutParams, ItemSignals, cut
-from vestige.read.question import Question
-from vestige.read.trace import Trace
-from vestige.types import Hit
+import diarist.read.question as question_module
+from diarist.context import build_context
+from diarist.memory import Memory
+from diarist.read.cut import CutParams, ItemSignals, cut
+from diarist.read.question import Question
+from diarist.read.trace import Trace
+from diarist.types import Hit
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "vestige"
+SRC = Path(__file__).resolve().parents[1] / "src" / "diarist"
 
 
 def _imports(folder: Path) -> set[str]:
-    """The modules a package's files import (relative imports resolved to vestige.*)."""
+    """The modules a package's files import (relative imports resolved to diarist.*)."""
     out = set()
     for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 if node.level:
-                    base = ["vestige", folder.name][: 3 - node.level]
+                    base = ["diarist", folder.name][: 3 - node.level]
                     out.add(".".join(base + ([node.module] if node.module else [])))
                 else:
                     out.add(node.module or "")
@@ -38,8 +38,8 @@ def _imports(folder: Path) -> set[str]:
 def test_read_does_not_import_rerank():
     """The circle read <-> rerank is gone: rerank builds on read, read knows a reranker only by
     the protocol it calls (``rerank_question``)."""
-    assert not any(name.startswith("vestige.rerank") for name in _imports(SRC / "read"))
-    assert any(name.startswith("vestige.read") for name in _imports(SRC / "rerank"))
+    assert not any(name.startswith("diarist.rerank") for name in _imports(SRC / "read"))
+    assert any(name.startswith("diarist.read") for name in _imports(SRC / "rerank"))
 
 
 @pytest.fixture()
@@ -216,9 +216,9 @@ def test_explain_over_http_and_the_cli(tmp_path):
     from click.testing import CliRunner
     from fastapi.testclient import TestClient
 
-    from vestige.cli import main
-    from vestige.keys import KeyStore
-    from vestige.server.app import create_app
+    from diarist.cli import main
+    from diarist.keys import KeyStore
+    from diarist.server.app import create_app
 
     db = tmp_path / "m.sqlite"
     with Memory(db, embedder="hash") as m:
@@ -275,8 +275,8 @@ def test_matched_terms_are_every_word_the_analyzer_matches():
     import re
     import unicodedata
 
-    from vestige.lexical import stem
-    from vestige.read.explain import matched_terms
+    from diarist.lexical import stem
+    from diarist.read.explain import matched_terms
 
     text = ("Dying plants, early mornings and HAPPILY painted Galleries; the gallery's painter was "
             "happy. Skis, news, idly cycling, naïve café owners, Straße 2024 and x_y.")

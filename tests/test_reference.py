@@ -50,10 +50,10 @@ def _layout_block() -> str:
 
 
 def test_the_readme_layout_names_every_module_of_the_package():
-    """README's Layout is the map a newcomer reads first: every module of src/vestige and of
+    """README's Layout is the map a newcomer reads first: every module of src/diarist and of
     read/ (one per stage), and every subpackage, is named in it."""
     layout = _layout_block()
-    package = ROOT / "src" / "vestige"
+    package = ROOT / "src" / "diarist"
     missing = [p.name for p in sorted(package.iterdir())
                if (p.suffix == ".py" and p.name != "__init__.py" or p.is_dir() and (p / "__init__.py").exists())
                and (p.name + ("/" if p.is_dir() else "")) not in layout]

@@ -1,4 +1,4 @@
-"""One registration shape (vestige.registry): embedders, rerankers and stores are looked up by the
+"""One registration shape (diarist.registry): embedders, rerankers and stores are looked up by the
 name their spec starts with, importers by their format name, the library's own as well as a
 plug-in's."""
 
@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import pytest
 
-from vestige import Memory
-from vestige.embed import EMBEDDERS, get_embedder
-from vestige.embed.hashing import HashEmbedder
-from vestige.errors import ConfigError, InvalidInput
-from vestige.importers import FORMATS, IMPORTERS, read_all
-from vestige.importers import markdown as markdown_importer
-from vestige.importers.base import TEXT_SUFFIXES, message
-from vestige.read.search import STAGES
-from vestige.registry import Entries, Registry
-from vestige.write.validate import SessionInput
-from vestige.rerank import RERANKERS, get_reranker
-from vestige.rerank.evidence import EvidenceReranker
-from vestige.store import open_store
-from vestige.store.open import STORES, store_class
-from vestige.store.sqlite import SQLiteStore
+from diarist import Memory
+from diarist.embed import EMBEDDERS, get_embedder
+from diarist.embed.hashing import HashEmbedder
+from diarist.errors import ConfigError, InvalidInput
+from diarist.importers import FORMATS, IMPORTERS, read_all
+from diarist.importers import markdown as markdown_importer
+from diarist.importers.base import TEXT_SUFFIXES, message
+from diarist.read.search import STAGES
+from diarist.registry import Entries, Registry
+from diarist.write.validate import SessionInput
+from diarist.rerank import RERANKERS, get_reranker
+from diarist.rerank.evidence import EvidenceReranker
+from diarist.store import open_store
+from diarist.store.open import STORES, store_class
+from diarist.store.sqlite import SQLiteStore
 
 
 def test_a_spec_names_its_entry_and_the_entry_gets_the_whole_spec():

@@ -4,7 +4,7 @@
    appends to a session, and acknowledges each committed write; it is killed at a random moment.
    The file must pass integrity_check, every acknowledged session must be there whole (messages,
    chunks, found by search), no write may land in part, the lexical index must stay complete.
-2. 4 writers (2 over HTTP to `vestige serve --workers 2`, 2 through `Memory.append_messages`)
+2. 4 writers (2 over HTTP to `diarist serve --workers 2`, 2 through `Memory.append_messages`)
    append to ONE session while 2 readers search and get it: every acknowledged message is there
    exactly once, in each writer's order, and nobody sees an error.
 3. Search while other processes replace and delete/re-add sessions: no exception, no 500, and
@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_server_support import VESTIGE, create_key, free_port, vestige_env, wait_for_http
+from test_server_support import DIARIST, create_key, free_port, diarist_env, wait_for_http
 
-from vestige.memory import Memory
-from vestige.types import Message
+from diarist.memory import Memory
+from diarist.types import Message
 
 WORDS = (
     "garden river lantern violin harbor meadow copper falcon pepper orchard canyon marble thunder "
@@ -45,7 +45,7 @@ WORDS = (
 
 
 def env() -> dict[str, str]:
-    out = vestige_env()
+    out = diarist_env()
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         out[name] = "1"  # two shared cores: no BLAS thread pools (and a fork-safe numpy)
     return out
@@ -107,13 +107,13 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 # -- 1. kill -9 during ingest ------------------------------------------------------------------
 
-# A warm parent (vestige imported once) forks one ingesting child per trial: each child opens
+# A warm parent (diarist imported once) forks one ingesting child per trial: each child opens
 # its own connection, stores batches and appends an ack line to a file after each commit (a
 # write(2) survives SIGKILL). The test kills the child with SIGKILL at a random moment.
 FORK_SERVER = r"""
 import json, os, sys
-from vestige.memory import Memory
-from vestige.write.validate import SessionInput
+from diarist.memory import Memory
+from diarist.write.validate import SessionInput
 for line in iter(sys.stdin.readline, ""):
     job = json.loads(line)
     pid = os.fork()
@@ -302,7 +302,7 @@ APPEND_APP, CHURN_APP = "append", "churn"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """`vestige serve --workers 2` on a free loopback port, over a file the tests also open."""
+    """`diarist serve --workers 2` on a free loopback port, over a file the tests also open."""
     folder = tmp_path_factory.mktemp("served")
     db = folder / "served.sqlite"
     Memory(db, embedder="hash").close()
@@ -311,7 +311,7 @@ def server(tmp_path_factory):
     log = folder / "server.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(
-            [VESTIGE, "serve", "--db", str(db), "--embedder", "hash", "--host", "127.0.0.1", "--port", str(port),
+            [DIARIST, "serve", "--db", str(db), "--embedder", "hash", "--host", "127.0.0.1", "--port", str(port),
              "--workers", "2", "--log-level", "warning"],
             env=env(), stdout=subprocess.DEVNULL, stderr=err, text=True,
         )
@@ -345,8 +345,8 @@ if via == "http":
     import httpx
     http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 else:
-    from vestige.memory import Memory
-    from vestige.errors import NotFound
+    from diarist.memory import Memory
+    from diarist.errors import NotFound
     memory = Memory(db, embedder="hash")
     locked = [0]  # appends that lost their optimistic round and were done under the write lock
     transaction = memory.store.transaction
@@ -519,8 +519,8 @@ if via == "http":
     import httpx
     http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 else:
-    from vestige.memory import Memory
-    from vestige.errors import NotFound
+    from diarist.memory import Memory
+    from diarist.errors import NotFound
     memory = Memory(db, embedder="hash")
 
 def problem(text):
@@ -584,7 +584,7 @@ while counts["ops"] < n and (role != "read" or not os.path.exists(stop)):
                 if counts["ops"] % 3 == 0:
                     # The self-check samples an app's newest chunk, then looks for it in the live
                     # index: a writer replacing it in between fails the check (a 503, counted and
-                    # reported; vestige.health is outside this suite's fixes). A 500 is an error.
+                    # reported; diarist.health is outside this suite's fixes). A 500 is an error.
                     r = http.get("/health")
                     counts["health"] += 1
                     if r.status_code == 503:
@@ -682,8 +682,8 @@ def test_search_during_replace_and_delete_heavy(server):
 
 RACE_WORKER = r"""
 import json, sys, time
-from vestige.errors import VestigeError
-from vestige.memory import Memory
+from diarist.errors import DiaristError
+from diarist.memory import Memory
 name = sys.argv[1]
 for line in iter(sys.stdin.readline, ""):
     job = json.loads(line)
@@ -696,7 +696,7 @@ for line in iter(sys.stdin.readline, ""):
             memory.add_session([{"role": "user", "content": f"race {name} wrote this"},
                                 {"role": "assistant", "content": "and this answer"}], app="race", session_id=name)
         out = {"ok": True}
-    except VestigeError as exc:
+    except DiaristError as exc:
         out = {"error": type(exc).__name__, "message": str(exc)}
     except Exception as exc:
         out = {"error": "unexpected " + type(exc).__name__, "message": str(exc)}
@@ -789,9 +789,9 @@ def test_an_append_that_loses_every_optimistic_round_still_lands(tmp_path):
     """Another writer gets in between every read and write of an append. Optimistic rounds alone
     never landed (ConcurrentUpdate after 20 rounds; 6 of 600 appends in the heavy loop): the
     append is done again under the write lock, where the other writer cannot get in."""
-    from vestige.errors import StoreError
-    from vestige.store.sqlite import SQLiteStore
-    from vestige.write.chunk import chunk_session
+    from diarist.errors import StoreError
+    from diarist.store.sqlite import SQLiteStore
+    from diarist.write.chunk import chunk_session
 
     db = tmp_path / "append.sqlite"
     calls = {"interfered": 0, "blocked": 0}
@@ -837,7 +837,7 @@ def test_the_dense_cache_is_not_extended_across_a_recreated_app(tmp_path):
     """The app is deleted and created again between the version read and the vector read of a
     cache extension. The new app's purge counter starts from 0 like the old one's: compared alone
     it let the deleted app's vectors be kept, under the new app's version."""
-    from vestige.vectors import ExactDenseIndex
+    from diarist.vectors import ExactDenseIndex
 
     db = tmp_path / "dense.sqlite"
     with Memory(db, embedder="hash") as memory, Memory(db, embedder="hash") as other:
@@ -858,8 +858,8 @@ def test_a_refused_opener_leaves_no_trace_in_the_file(tmp_path):
     """The first writer gave an Embedder object (no spec to record); a second opener named
     another embedder and was refused, but its spec was claimed with the rest and stayed: every
     later open without an embedder named rebuilt the refused one and failed."""
-    from vestige.embed.hashing import HashEmbedder
-    from vestige.errors import EmbedderMismatch
+    from diarist.embed.hashing import HashEmbedder
+    from diarist.errors import EmbedderMismatch
 
     db = tmp_path / "first.sqlite"
     with Memory(db, embedder=HashEmbedder(64)) as memory:

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from vestige import Memory
-from vestige.rerank import LazyReranker, Reranker, get_reranker
-from vestige.types import Hit
+from diarist import Memory
+from diarist.rerank import LazyReranker, Reranker, get_reranker
+from diarist.types import Hit
 
 
 def _hit(i: int, text: str) -> Hit:
@@ -47,7 +47,7 @@ def test_lazy_reranker_falls_back_to_fused_order_with_one_warning(caplog) -> Non
 
     lazy = LazyReranker(broken, name="cross-encoder")
     hits = [_hit(1, "x"), _hit(2, "yy")]
-    with caplog.at_level(logging.WARNING, logger="vestige"):
+    with caplog.at_level(logging.WARNING, logger="diarist"):
         first = lazy.rerank("q", hits)
         second = lazy.rerank("q", hits)
     assert [h.chunk_id for h in first] == [h.chunk_id for h in second] == [1, 2]
@@ -103,7 +103,7 @@ def _tiny_cross_encoder(folder) -> str:
 
 def test_real_cross_encoder_reorders_by_its_own_scores(tmp_path) -> None:
     model_dir = _tiny_cross_encoder(tmp_path / "ce")
-    from vestige.rerank.cross_encoder import CrossEncoderReranker
+    from diarist.rerank.cross_encoder import CrossEncoderReranker
 
     reranker = CrossEncoderReranker(model_dir, max_length=64)
     hits = [_hit(i, text) for i, text in enumerate(["my cat admon", "tuna", "lisbon the cat", "the"], 1)]

@@ -1,4 +1,4 @@
-"""Restore refuses a file with schema objects vestige did not create, and doctor reports them
+"""Restore refuses a file with schema objects diarist did not create, and doctor reports them
 (issue 31, item 5). A backup holding a ``TRIGGER ... AFTER DELETE ON messages`` that copies the
 text elsewhere was restored with exit 0; afterwards every delete kept the text, and doctor said ok.
 """
@@ -10,11 +10,11 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.errors import StoreError
-from vestige.health import check
-from vestige.memory import Memory
-from vestige.store.sqlite.backup import restore_database
+from diarist.cli import main
+from diarist.errors import StoreError
+from diarist.health import check
+from diarist.memory import Memory
+from diarist.store.sqlite.backup import restore_database
 
 EXTRAS = {
     "table": ("CREATE TABLE stash (body TEXT)", "table 'stash'"),
@@ -42,7 +42,7 @@ def test_restore_refuses_unknown_schema_objects_by_name(tmp_path, extra):
     with pytest.raises(StoreError, match=EXTRAS[extra][1]):
         restore_database(backup, target)
     assert not target.exists()
-    result = CliRunner().invoke(main, ["restore", str(backup), "--db", str(target)], env={"VESTIGE_DB": ""})
+    result = CliRunner().invoke(main, ["restore", str(backup), "--db", str(target)], env={"DIARIST_DB": ""})
     assert result.exit_code != 0 and EXTRAS[extra][1] in result.output and "Traceback" not in result.output
     assert not target.exists()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import vestige.memory as memory_module
-from vestige.memory import Memory
+import diarist.memory as memory_module
+from diarist.memory import Memory
 
 from benchmark_scripts import load_benchmark_script
 

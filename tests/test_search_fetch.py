@@ -8,8 +8,8 @@ import random
 import pytest
 
 from conftest import WORDS, add_all, make_sessions
-from vestige import Memory
-from vestige.read import search
+from diarist import Memory
+from diarist.read import search
 
 
 def counting(mem: Memory) -> list[int]:

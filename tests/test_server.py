@@ -9,11 +9,11 @@ import sqlite3
 import httpx
 
 import pytest
-from test_server_support import VESTIGE, ServerThread, free_port, vestige_env, wait_for_http
+from test_server_support import DIARIST, ServerThread, free_port, diarist_env, wait_for_http
 
-from vestige.memory import Memory
-from vestige.server.app import create_app
-from vestige.keys import KeyStore
+from diarist.memory import Memory
+from diarist.server.app import create_app
+from diarist.keys import KeyStore
 
 SESSION = {
     "session_id": "s1",
@@ -307,17 +307,17 @@ def test_health_over_http(server):
 
 
 def test_serve_command_binds_loopback_by_default(tmp_path):
-    from vestige.server.cli import serve
+    from diarist.server.cli import serve
 
     assert next(p for p in serve.params if p.name == "host").default == "127.0.0.1"
     db, port = tmp_path / "cli.sqlite", free_port()
-    proc = subprocess.Popen([VESTIGE, "serve", "--db", str(db), "--embedder", "hash", "--port", str(port),
-                             "--log-level", "warning"], env=vestige_env(), stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([DIARIST, "serve", "--db", str(db), "--embedder", "hash", "--port", str(port),
+                             "--log-level", "warning"], env=diarist_env(), stderr=subprocess.PIPE, text=True)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/health", proc)
         r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=30)
         assert r.status_code == 200 and r.json()["embedder"] == "hash-64-64"
-        key = subprocess.run([VESTIGE, "keys", "create", "--db", str(db), "--app", "cli"], env=vestige_env(),
+        key = subprocess.run([DIARIST, "keys", "create", "--db", str(db), "--app", "cli"], env=diarist_env(),
                              capture_output=True, text=True, check=True).stdout.strip()
         r = httpx.post(f"http://127.0.0.1:{port}/v1/apps/cli/facts", json={"text": "made over the CLI's server"},
                        headers={"Authorization": f"Bearer {key}"}, timeout=30)

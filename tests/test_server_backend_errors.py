@@ -1,5 +1,5 @@
 """A store's backend errors, translated by the store itself (``Store.translate_error``), reach
-HTTP clients and MCP agents as vestige's errors with their status, on SQLite and PostgreSQL alike.
+HTTP clients and MCP agents as diarist's errors with their status, on SQLite and PostgreSQL alike.
 
 Before, the server caught ``sqlite3.Error`` only: a psycopg error that escaped a store call was
 a 500 "internal error" (issue 29 item 4). Each store translates its own backend's errors and no
@@ -24,13 +24,13 @@ from mcp import Client  # noqa: E402
 from pg_server import PgServer  # noqa: E402
 from test_server_support import ServerThread  # noqa: E402
 
-from vestige.errors import StoreError  # noqa: E402
-from vestige.memory import Memory  # noqa: E402
-from vestige.server.app import create_app  # noqa: E402
-from vestige.server.mcp_server import build_mcp  # noqa: E402
-from vestige.store.base import Store  # noqa: E402
-from vestige.store.postgres import PostgresStore  # noqa: E402
-from vestige.store.sqlite import SQLiteStore  # noqa: E402
+from diarist.errors import StoreError  # noqa: E402
+from diarist.memory import Memory  # noqa: E402
+from diarist.server.app import create_app  # noqa: E402
+from diarist.server.mcp_server import build_mcp  # noqa: E402
+from diarist.store.base import Store  # noqa: E402
+from diarist.store.postgres import PostgresStore  # noqa: E402
+from diarist.store.sqlite import SQLiteStore  # noqa: E402
 
 READ_ONLY = "options=-cdefault_transaction_read_only%3Don%20-csearch_path%3D"
 
@@ -113,7 +113,7 @@ def test_a_postgresql_error_escaping_a_store_call_is_a_clean_json_503(pg_server:
 
     monkeypatch.setattr(memory, "search", failing)
     try:
-        with ServerThread(create_app(memory)) as srv, caplog.at_level("ERROR", logger="vestige"):
+        with ServerThread(create_app(memory)) as srv, caplog.at_level("ERROR", logger="diarist"):
             r = httpx.post(f"{srv.url}/v1/apps/me/search", json={"query": "cat"},
                            headers={"Authorization": f"Bearer {key}"}, timeout=30)
         assert r.status_code == 503, r.text
@@ -154,13 +154,13 @@ def test_a_read_only_postgresql_database_refuses_writes_with_503_and_still_reads
 def test_terminated_postgresql_connections_are_replaced(pg_server: PgServer) -> None:
     """Provoked for real: the server terminates every connection of the store's pool; the next
     requests are answered (the pool checks a connection before lending it), never a 500."""
-    memory, key = fill(pg_server.new_url("killed") + "&application_name=vestige_killed&pool_size=2")
+    memory, key = fill(pg_server.new_url("killed") + "&application_name=diarist_killed&pool_size=2")
     headers = {"Authorization": f"Bearer {key}"}
     try:
         with ServerThread(create_app(memory)) as srv:
             with pg_server.connect() as conn:
                 killed = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                      "WHERE application_name = 'vestige_killed'").fetchone()[0]
+                                      "WHERE application_name = 'diarist_killed'").fetchone()[0]
             assert killed >= 1
             answers = [httpx.post(f"{srv.url}/v1/apps/me/search", json={"query": "cat"}, headers=headers, timeout=30)
                        for _ in range(3)]

@@ -9,11 +9,11 @@ import subprocess
 import httpx
 import numpy as np
 import pytest
-from test_server_support import VESTIGE, ServerThread, vestige_env
+from test_server_support import DIARIST, ServerThread, diarist_env
 
-from vestige.health import check
-from vestige.memory import Memory
-from vestige.server.app import create_app
+from diarist.health import check
+from diarist.memory import Memory
+from diarist.server.app import create_app
 
 
 def fill(db) -> Memory:
@@ -25,8 +25,8 @@ def fill(db) -> Memory:
 
 
 def doctor(db) -> subprocess.CompletedProcess:
-    return subprocess.run([VESTIGE, "doctor", "--db", str(db), "--embedder", "hash"],
-                          env=vestige_env(), capture_output=True, text=True)
+    return subprocess.run([DIARIST, "doctor", "--db", str(db), "--embedder", "hash"],
+                          env=diarist_env(), capture_output=True, text=True)
 
 
 def test_healthy(tmp_path):
@@ -117,7 +117,7 @@ def test_incomplete_lexical_index_fails_health(tmp_path):
 def test_a_writer_replacing_the_sampled_chunk_during_the_check_is_no_failure(tmp_path):
     """Under churn the sampled chunk may be replaced between sampling and searching: that is
     not a broken index, and the check samples again (it answered 503 once in 31 heavy checks)."""
-    from vestige.health import check_app_index
+    from diarist.health import check_app_index
 
     path = tmp_path / "churn.sqlite"
     memory = Memory(path, embedder="hash")
@@ -142,7 +142,7 @@ def test_a_writer_replacing_the_sampled_chunk_during_the_check_is_no_failure(tmp
 
 def test_a_newest_chunk_without_index_terms_is_no_failure(tmp_path):
     """An app whose newest chunk has nothing BM25 can look for ("😀 ¿") is healthy."""
-    from vestige.health import check
+    from diarist.health import check
 
     with Memory(tmp_path / "emoji.sqlite", embedder="hash") as memory:
         memory.add_fact("The quartz lighthouse keeper feeds herons.", app="a")
@@ -153,9 +153,9 @@ def test_a_newest_chunk_without_index_terms_is_no_failure(tmp_path):
 
 
 def test_keys_refuse_text_that_is_not_unicode(tmp_path):
-    from vestige.errors import InvalidInput
-    from vestige.keys import KeyStore
-    from vestige.store.sqlite import SQLiteStore
+    from diarist.errors import InvalidInput
+    from diarist.keys import KeyStore
+    from diarist.store.sqlite import SQLiteStore
 
     keys = KeyStore(SQLiteStore(tmp_path / "k.sqlite"))
     with pytest.raises(InvalidInput):
@@ -168,8 +168,8 @@ def test_keys_refuse_text_that_is_not_unicode(tmp_path):
 def test_a_storage_failure_does_not_tell_clients_where_the_database_is(tmp_path, monkeypatch, caplog, failure):
     """A 5xx names the database's path in the server log only: the path (or a PostgreSQL host)
     is the operator's business, not every API key holder's."""
-    from vestige.errors import StoreError
-    from vestige.keys import KeyStore
+    from diarist.errors import StoreError
+    from diarist.keys import KeyStore
 
     (tmp_path / "secret-folder").mkdir()
     memory = fill(tmp_path / "secret-folder" / "m.sqlite")
@@ -182,7 +182,7 @@ def test_a_storage_failure_does_not_tell_clients_where_the_database_is(tmp_path,
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(memory, "search", broken)
-    with ServerThread(create_app(memory)) as srv, caplog.at_level("ERROR", logger="vestige"):
+    with ServerThread(create_app(memory)) as srv, caplog.at_level("ERROR", logger="diarist"):
         r = httpx.post(f"{srv.url}/v1/apps/me/search", json={"query": "cat"},
                        headers={"Authorization": f"Bearer {key}"}, timeout=30)
     assert r.status_code >= 500

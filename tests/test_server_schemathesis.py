@@ -15,9 +15,9 @@ from schemathesis.checks import (
 )
 from test_server_support import ServerThread
 
-from vestige.memory import Memory
-from vestige.server.app import create_app
-from vestige.keys import KeyStore
+from diarist.memory import Memory
+from diarist.server.app import create_app
+from diarist.keys import KeyStore
 
 APP = "fuzz"
 

@@ -6,13 +6,13 @@ several differing Content-Length values are an unrecoverable error. A server tha
 request one way while a proxy in front of it reads it the other way runs the bytes after the
 body as a second request of the attacker's choosing.
 
-Finding this guards (the old build, e0b9e37): `vestige serve` read Content-Length +
+Finding this guards (the old build, e0b9e37): `diarist serve` read Content-Length +
 Transfer-Encoding as chunked and kept the connection open, so the request hidden after
 `0\\r\\n\\r\\n` ran and stored its fact (2 of 8 framings).
 
 Each framing below hides a second, authorised request that would store a fact; the server must
 answer the first with one 400, close the connection, and store nothing. Real sockets against a
-real `vestige serve` (and `vestige mcp --transport http`, which uses the same protocol).
+real `diarist serve` (and `diarist mcp --transport http`, which uses the same protocol).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import json
 
 import httpx
 import pytest
-from raw_http import GUARD, send_and_read_until_closed, status, vestige_server
-from test_server_support import create_key, free_port, vestige_env
+from raw_http import GUARD, send_and_read_until_closed, status, diarist_server
+from test_server_support import create_key, free_port, diarist_env
 
 
 def _fact_request(key: str, fact_id: str) -> bytes:
@@ -78,8 +78,8 @@ def _framings(key: str) -> dict[str, bytes]:
 
 def _serving(args: list[str], db, port: int, ready_path: str):
     """The server on ``port``, its request timeout 2 s (its keep-alive then closes at 2 s at worst)."""
-    return vestige_server([*args, "--db", str(db), "--embedder", "hash", "--port", str(port)],
-                          f"http://127.0.0.1:{port}{ready_path}", {**vestige_env(), "VESTIGE_TIMEOUT_SECONDS": "2"})
+    return diarist_server([*args, "--db", str(db), "--embedder", "hash", "--port", str(port)],
+                          f"http://127.0.0.1:{port}{ready_path}", {**diarist_env(), "DIARIST_TIMEOUT_SECONDS": "2"})
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_plain_requests_still_work(served):
 
 
 def test_the_mcp_http_transport_refuses_them_too(tmp_path):
-    """`vestige mcp --transport http` runs on the same protocol: CL + TE is refused and closed."""
+    """`diarist mcp --transport http` runs on the same protocol: CL + TE is refused and closed."""
     db = tmp_path / "m.sqlite"
     port = free_port()
     with _serving(["mcp", "--app", "x", "--transport", "http", "--no-auth"], db, port, "/mcp"):

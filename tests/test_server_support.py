@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-VESTIGE = shutil.which("vestige", path=str(Path(sys.executable).parent)) or "vestige"
+DIARIST = shutil.which("diarist", path=str(Path(sys.executable).parent)) or "diarist"
 
 
 def loopback_socket() -> socket.socket:
@@ -72,16 +72,16 @@ def wait_for_http(url: str, proc: subprocess.Popen | None = None, tries: int = 6
     raise AssertionError(f"{url} never answered")
 
 
-def vestige_env() -> dict[str, str]:
+def diarist_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.pop("VESTIGE_DB", None)
+    env.pop("DIARIST_DB", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
 def create_key(db: Path | str, app: str) -> str:
-    from vestige.keys import KeyStore
-    from vestige.store.sqlite import SQLiteStore
+    from diarist.keys import KeyStore
+    from diarist.store.sqlite import SQLiteStore
 
     store = SQLiteStore(db)
     try:

@@ -1,10 +1,10 @@
-"""Slow and stalled clients are cut off: `vestige serve --timeout-seconds T` closes a connection
+"""Slow and stalled clients are cut off: `diarist serve --timeout-seconds T` closes a connection
 that sends nothing, trickles its headers (slowloris), or stalls inside its body, and closes idle
 keep-alive connections, while normal requests still work.
 
 Finding this guards (the old build): 250 idle connections held for 60 s were never closed.
 
-Real sockets on loopback against a real `vestige serve` subprocess. The assertions are that the
+Real sockets on loopback against a real `diarist serve` subprocess. The assertions are that the
 server closed the socket (EOF or reset); socket timeouts are hang guards only, far above T.
 """
 
@@ -14,8 +14,8 @@ import subprocess
 
 import httpx
 import pytest
-from raw_http import GUARD, connect, json_body, read_until_closed, readable, status, vestige_server
-from test_server_support import VESTIGE, free_port, vestige_env
+from raw_http import GUARD, connect, json_body, read_until_closed, readable, status, diarist_server
+from test_server_support import DIARIST, free_port, diarist_env
 
 T = 1.0  # the server's request timeout in this file
 
@@ -25,7 +25,7 @@ def server(tmp_path_factory):
     db = tmp_path_factory.mktemp("timeouts") / "m.sqlite"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with vestige_server(["serve", "--db", str(db), "--embedder", "hash", "--port", str(port),
+    with diarist_server(["serve", "--db", str(db), "--embedder", "hash", "--port", str(port),
                          "--timeout-seconds", str(T), "--log-level", "warning"], f"{url}/health"):
         yield ("127.0.0.1", port), url
 
@@ -121,5 +121,5 @@ def test_normal_requests_still_work(server):
 
 
 def test_the_option_is_documented():
-    out = subprocess.run([VESTIGE, "serve", "--help"], capture_output=True, text=True, env=vestige_env(), timeout=60)
+    out = subprocess.run([DIARIST, "serve", "--help"], capture_output=True, text=True, env=diarist_env(), timeout=60)
     assert "--timeout-seconds" in out.stdout and "408" in out.stdout

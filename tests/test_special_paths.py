@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vestige.cli import main
-from vestige.errors import NotADatabase, StoreError
-from vestige.memory import Memory
+from diarist.cli import main
+from diarist.errors import NotADatabase, StoreError
+from diarist.memory import Memory
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -42,7 +42,7 @@ def _special(folder: Path, kind: str) -> Path:
 @pytest.mark.parametrize("where", ["/dev/zero", "/dev/null", "/dev/urandom", "fifo", "folder", "zero", "null"])
 def test_a_database_path_that_is_not_a_file_is_refused_by_name(tmp_path, where):
     path = Path(where) if where.startswith("/") else _special(tmp_path, where)
-    with pytest.raises(NotADatabase, match="not a vestige database") as raised:
+    with pytest.raises(NotADatabase, match="not a diarist database") as raised:
         Memory(path, embedder="hash")
     assert "rollback" not in str(raised.value)
     assert any(kind in str(raised.value) for kind in ("character device", "FIFO", "folder"))
@@ -54,7 +54,7 @@ def test_the_cli_says_so_in_one_line(tmp_path, where):
     result = CliRunner().invoke(main, ["search", "cat", "--db", db])
     assert result.exit_code == 1, result.output
     assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
-    assert "not a vestige database" in result.output and "rollback" not in result.output
+    assert "not a diarist database" in result.output and "rollback" not in result.output
 
 
 @pytest.mark.parametrize("sidecar", ["-wal", "-shm"])
@@ -79,8 +79,8 @@ def test_a_graph_folder_that_is_not_a_folder_is_refused(tmp_path, kind):
 GRAPH_FILES = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    from vestige.memory import Memory
-    from vestige.write.validate import FactInput
+    from diarist.memory import Memory
+    from diarist.write.validate import FactInput
     folder = Path(sys.argv[1])
     for n, (suffix, kind) in enumerate([(".json", "fifo"), (".json", "zero"), (".ids.npy", "fifo"),
                                         (".usearch", "fifo"), (".usearch", "zero")]):

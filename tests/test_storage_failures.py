@@ -1,6 +1,6 @@
 """Storage failures get their own clear message, at every door: disk full, a read-only file, a
 corrupt file and a file that is not SQLite, through the API (a ``StoreError``), the CLI (one
-line, exit 1: `vestige stats`, `doctor`, `search`, `ingest`) and HTTP (a JSON error, never a
+line, exit 1: `diarist stats`, `doctor`, `search`, `ingest`) and HTTP (a JSON error, never a
 traceback or "internal error"). Messages are made in ``store/sqlite/connection.py: translate()``.
 
 Findings this guards (the old build): a full disk reported "cannot rollback - no transaction is
@@ -14,7 +14,7 @@ How each failure is made real, as root too (root ignores file permissions):
 * read-only: ``PRAGMA query_only`` on the store's connection (SQLITE_READONLY, the same error a
   0444 file gives), a 0444 file opened by an unprivileged user (``setpriv``, when root), and a
   read-only tmpfs (when the test may mount);
-* corrupt: a real vestige file with 20% of its bytes overwritten in the middle;
+* corrupt: a real diarist file with 20% of its bytes overwritten in the middle;
 * not SQLite: text, random bytes, a truncated SQLite header, another program's SQLite file.
 """
 
@@ -35,18 +35,18 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from vestige.cli import main
-from vestige.errors import NotADatabase, NotFound, StoreError, VestigeError
-from vestige.keys import KeyStore
-from vestige.memory import Memory
-from vestige.server.app import create_app
+from diarist.cli import main
+from diarist.errors import NotADatabase, NotFound, StoreError, DiaristError
+from diarist.keys import KeyStore
+from diarist.memory import Memory
+from diarist.server.app import create_app
 
 APP = "a"
-VESTIGE = str(Path(sys.executable).parent / "vestige")
+DIARIST = str(Path(sys.executable).parent / "diarist")
 
 
 def _build(path: Path, n: int = 40) -> str:
-    """A real vestige file with n distinct sessions; returns an API key of APP."""
+    """A real diarist file with n distinct sessions; returns an API key of APP."""
     rng = random.Random(7)
     words = "amber basil cedar delta ember fjord garnet harbor indigo jasper kelp lumen".split()
     with Memory(path, embedder="hash") as mem:
@@ -119,13 +119,13 @@ API_CALLS = {
 
 
 def _api_outcomes(mem: Memory) -> dict[str, str]:
-    """Each call's outcome: "ok" or the VestigeError's message; any other exception fails."""
+    """Each call's outcome: "ok" or the DiaristError's message; any other exception fails."""
     out = {}
     for name, call in API_CALLS.items():
         try:
             call(mem)
             out[name] = "ok"
-        except VestigeError as exc:
+        except DiaristError as exc:
             out[name] = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # pragma: no cover - the failure this file exists to catch
             pytest.fail(f"{name} raised {type(exc).__name__}: {exc}")
@@ -204,7 +204,7 @@ def test_disk_full_through_http(original, tmp_path):
 def _can_mount() -> bool:
     if os.geteuid() != 0 or not shutil.which("mount"):
         return False
-    probe = Path(f"/tmp/vestige-mount-probe-{os.getpid()}")
+    probe = Path(f"/tmp/diarist-mount-probe-{os.getpid()}")
     probe.mkdir(exist_ok=True)
     try:
         ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True).returncode == 0
@@ -231,7 +231,7 @@ def _tmpfs(tmp_path: Path, size: str):
 
 @needs_mount
 def test_a_really_full_disk_through_the_cli(tmp_path):
-    """A 1.2 MiB tmpfs (an empty database of 16 KiB pages takes ~0.4 MiB): `vestige ingest` of a
+    """A 1.2 MiB tmpfs (an empty database of 16 KiB pages takes ~0.4 MiB): `diarist ingest` of a
     file that does not fit says so in one line."""
     big = tmp_path / "big.jsonl"
     rng = random.Random(3)
@@ -274,7 +274,7 @@ def test_read_only_through_the_api_and_http(original, tmp_path):
 def test_a_0444_file_for_an_unprivileged_user(original):
     """As nobody: a 0444 file in a folder it may write is read (stats) but not written (ingest);
     in a read-only folder it cannot even be read (no -shm file): each says so in one line."""
-    base = Path(tempfile.mkdtemp(prefix="vestige-ro-"))  # pytest's tmp_path is 0700: nobody cannot enter
+    base = Path(tempfile.mkdtemp(prefix="diarist-ro-"))  # pytest's tmp_path is 0700: nobody cannot enter
     base.chmod(0o755)
     new = base / "new.jsonl"
     new.write_text(json.dumps({"session_id": "x", "messages": [{"role": "user", "content": "hello"}]}) + "\n")
@@ -283,7 +283,7 @@ def test_a_0444_file_for_an_unprivileged_user(original):
     env = {**os.environ, "HOME": str(base)}
 
     def run(path: Path, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*nobody, VESTIGE, *args, "--db", str(path), "--embedder", "hash"],
+        return subprocess.run([*nobody, DIARIST, *args, "--db", str(path), "--embedder", "hash"],
                               capture_output=True, text=True, env=env, timeout=120)
 
     def one_line(proc: subprocess.CompletedProcess) -> str:
@@ -302,7 +302,7 @@ def test_a_0444_file_for_an_unprivileged_user(original):
             if mode == 0o777:
                 stats = run(path, "stats")
                 assert stats.returncode == 0, stats.stderr
-                assert "is read-only: vestige cannot write to it" in one_line(run(path, "ingest", str(new)))
+                assert "is read-only: diarist cannot write to it" in one_line(run(path, "ingest", str(new)))
             else:
                 assert "is read-only, and so is its folder" in one_line(run(path, "stats"))
             assert _sessions_in(path) == 40
@@ -403,15 +403,15 @@ def test_not_sqlite_through_the_api_and_cli(original, tmp_path):
 
 
 def test_not_sqlite_through_http(original, tmp_path):
-    """`vestige serve` refuses to start on a foreign file, in one line; a file overwritten under
+    """`diarist serve` refuses to start on a foreign file, in one line; a file overwritten under
     a running server gives JSON errors, not 500s."""
     text = _foreign_files(tmp_path, original)["text"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("VESTIGE_DB", None)
-    proc = subprocess.run([VESTIGE, "serve", "--db", str(text), "--embedder", "hash", "--port", "1"],
+    env.pop("DIARIST_DB", None)
+    proc = subprocess.run([DIARIST, "serve", "--db", str(text), "--embedder", "hash", "--port", "1"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1
-    assert "is not a vestige database" in _error_of(proc.stderr)
+    assert "is not a diarist database" in _error_of(proc.stderr)
 
     path = _copy(original, tmp_path, "overwritten.sqlite")
     with Memory(path, embedder="hash", create=False) as mem:

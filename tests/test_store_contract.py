@@ -12,8 +12,8 @@ from memory_store import DictStore  # noqa: E402
 from pg_server import postgres_backend  # noqa: E402
 from store_contract import Backend, StoreContract  # noqa: E402
 
-from vestige.store.base import Store  # noqa: E402
-from vestige.store.sqlite import SQLiteStore  # noqa: E402
+from diarist.store.base import Store  # noqa: E402
+from diarist.store.sqlite import SQLiteStore  # noqa: E402
 
 
 def sqlite_terms(store: Store) -> set[str]:

@@ -1,4 +1,4 @@
-"""``vestige sync`` and ``Memory.sync``: a folder kept in step with memory, file by file; the
+"""``diarist sync`` and ``Memory.sync``: a folder kept in step with memory, file by file; the
 guard that keeps a newer stored conversation when an older export is read after it; and
 ``--watch``."""
 
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import vestige.sync as sync_module
-from vestige.cli import main
-from vestige.embed.hashing import HashEmbedder
-from vestige.memory import Memory
+import diarist.sync as sync_module
+from diarist.cli import main
+from diarist.embed.hashing import HashEmbedder
+from diarist.memory import Memory
 from export_shapes import chatgpt_conversation
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -52,11 +52,11 @@ def _vault(folder: Path, n: int) -> Path:
 
 
 def _sync(*args: str):
-    return CliRunner().invoke(main, ["sync", *args], env={"VESTIGE_DB": ""})
+    return CliRunner().invoke(main, ["sync", *args], env={"DIARIST_DB": ""})
 
 
 def _database_bytes(db: Path) -> bytes:
-    """Every byte vestige keeps beside the file: the database, -wal, -shm, the HNSW sidecar."""
+    """Every byte diarist keeps beside the file: the database, -wal, -shm, the HNSW sidecar."""
     found = [p for p in db.parent.iterdir() if p.name.startswith(db.name)]
     files = [f for p in found for f in ([p] if p.is_file() else [q for q in p.rglob("*") if q.is_file()])]
     assert db in files
@@ -186,12 +186,12 @@ def test_an_older_export_ingested_after_a_newer_one_keeps_the_newer(tmp_path, sh
     db = str(tmp_path / "x.sqlite")
     common = ["--db", db, "--embedder", "hash", "--app", "t"]
     runner = CliRunner()
-    assert runner.invoke(main, ["ingest", str(tmp_path / "2025.json"), *common], env={"VESTIGE_DB": ""}).exit_code == 0
-    result = runner.invoke(main, ["ingest", str(tmp_path / "2024.json"), *common], env={"VESTIGE_DB": ""})
+    assert runner.invoke(main, ["ingest", str(tmp_path / "2025.json"), *common], env={"DIARIST_DB": ""}).exit_code == 0
+    result = runner.invoke(main, ["ingest", str(tmp_path / "2024.json"), *common], env={"DIARIST_DB": ""})
     assert result.exit_code == 0, result.output
     assert "kept newer c1: the version in" in result.stderr and "0 replaced" in result.stdout
     report = json.loads(runner.invoke(main, ["ingest", str(tmp_path / "2024.json"), *common, "--json"],
-                                      env={"VESTIGE_DB": ""}).stdout)
+                                      env={"DIARIST_DB": ""}).stdout)
     assert [line.split(":")[0] for line in report["kept_newer"]] == ["c1"] and report["replaced"] == []
     with Memory(db, embedder="hash") as mem:
         assert "Madeira" in json.dumps(mem.get("c1", app="t")), "the newer version stays"
@@ -199,9 +199,9 @@ def test_an_older_export_ingested_after_a_newer_one_keeps_the_newer(tmp_path, sh
     # the other way round, the newer export replaces the older one
     db2 = str(tmp_path / "y.sqlite")
     other = ["--db", db2, "--embedder", "hash", "--app", "t"]
-    runner.invoke(main, ["ingest", str(tmp_path / "2024.json"), *other], env={"VESTIGE_DB": ""})
+    runner.invoke(main, ["ingest", str(tmp_path / "2024.json"), *other], env={"DIARIST_DB": ""})
     report = json.loads(runner.invoke(main, ["ingest", str(tmp_path / "2025.json"), *other, "--json"],
-                                      env={"VESTIGE_DB": ""}).stdout)
+                                      env={"DIARIST_DB": ""}).stdout)
     assert report["replaced"] == ["c1"] and report["kept_newer"] == []
 
 
@@ -237,7 +237,7 @@ def test_cli_sync_lines_json_and_failed_files(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["{tmp}/missing"], "Error: {tmp}/missing: no such folder"),
-    (["{tmp}/file.md"], "Error: {tmp}/file.md: not a folder; vestige sync keeps a folder in step"),
+    (["{tmp}/file.md"], "Error: {tmp}/file.md: not a folder; diarist sync keeps a folder in step"),
     (["{tmp}", "--app", ""], "Error: app name must be"),
     (["{tmp}", "--app", "x" * 300], "Error: app name must be 1 to 256 characters"),
     (["{tmp}", "--watch", "--poll", "0"], "Error: Invalid value for '--poll'"),
@@ -254,9 +254,9 @@ def test_cli_sync_bad_input_is_one_line(tmp_path, args, message):
 
 def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
     vault = _vault(tmp_path / "vault", 2)
-    env = {**os.environ, "PYTHONPATH": str(SRC), "VESTIGE_DB": "", "PYTHONFAULTHANDLER": "1"}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "DIARIST_DB": "", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vestige.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
+        [sys.executable, "-m", "diarist.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
          "--embedder", "hash", "--app", "t", "--watch", "--poll", "0.1"],
         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -281,9 +281,9 @@ def test_ctrl_c_stops_the_watcher_even_when_it_was_started_with_ctrl_c_ignored(t
     # A parent (a test runner, a supervisor) may hand its child SIGINT ignored; --watch says
     # "Ctrl-C stops", so the watcher takes Ctrl-C back while it watches.
     vault = _vault(tmp_path / "vault", 1)
-    env = {**os.environ, "PYTHONPATH": str(SRC), "VESTIGE_DB": "", "PYTHONFAULTHANDLER": "1"}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "DIARIST_DB": "", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vestige.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
+        [sys.executable, "-m", "diarist.cli", "sync", str(vault), "--db", str(tmp_path / "x.sqlite"),
          "--embedder", "hash", "--app", "t", "--watch", "--poll", "0.1"],
         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
@@ -341,7 +341,7 @@ def _read_lines(stream) -> "queue.Queue[str]":
 
 def test_watch_with_watchfiles_in_a_thread(tmp_path):
     pytest.importorskip("watchfiles")
-    from vestige.watch import watch
+    from diarist.watch import watch
 
     vault = _vault(tmp_path / "vault", 2)
     lines: list[str] = []
@@ -397,7 +397,7 @@ def test_the_documented_claude_code_hook_runs_as_written(tmp_path):
     home = tmp_path / "home"
     projects = home / ".claude" / "projects"
     shutil.copytree(Path(__file__).parent / "data" / "importers" / "claude_code", projects)
-    env = {"HOME": str(home), "VESTIGE_DB": "", "XDG_DATA_HOME": ""}
+    env = {"HOME": str(home), "DIARIST_DB": "", "XDG_DATA_HOME": ""}
     first = CliRunner().invoke(main, ["sync", str(projects), "--app", "claude-code", "--embedder", "hash"], env=env)
     assert first.exit_code == 0 and "1 files added" in first.stderr, first.output
     session = {"type": "user", "sessionId": "9e1d", "uuid": "u1", "timestamp": "2025-06-01T10:00:00Z",
@@ -410,7 +410,7 @@ def test_the_documented_claude_code_hook_runs_as_written(tmp_path):
     done = subprocess.run(["bash", "-c", hook["command"]], input=stdin, text=True, env=run_env,
                           capture_output=True, timeout=hook["timeout"])
     assert done.returncode == 0, done.stderr
-    log = (home / ".claude" / "vestige-sync.log").read_text()
+    log = (home / ".claude" / "diarist-sync.log").read_text()
     assert "added -home-ana-src-tidewater/9e1d.jsonl (1 sessions)" in log and "1 unchanged" in log, log
-    with Memory(home / ".local" / "share" / "vestige" / "memory.sqlite") as mem:
+    with Memory(home / ".local" / "share" / "diarist" / "memory.sqlite") as mem:
         assert "canary-weight" in mem.search("staging deploy flag", app="claude-code", k=1)[0].text

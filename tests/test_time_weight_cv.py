@@ -17,7 +17,7 @@ def _script():
 
 
 def test_replay_reproduces_the_committed_default_and_the_report_is_complete(tmp_path):
-    from vestige.bench import fusion_lab
+    from diarist.bench import fusion_lab
 
     registered = dict(fusion_lab.FUSIONS)
     out = tmp_path / "report.json"

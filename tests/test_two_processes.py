@@ -13,12 +13,12 @@ import subprocess
 import sys
 import textwrap
 
-from vestige.memory import Memory
+from diarist.memory import Memory
 
 RECREATE = textwrap.dedent(
     """
     import sys
-    from vestige.memory import Memory
+    from diarist.memory import Memory
 
     with Memory(sys.argv[1], embedder="hash") as other:
         other.delete_app("shared")

@@ -1,5 +1,5 @@
 """The inspector without a browser: who may see and change what (CSRF, one app per key, loopback
-only for `vestige ui`), the security headers, browse filters, the Ask page's reading of a search
+only for `diarist ui`), the security headers, browse filters, the Ask page's reading of a search
 trace, curate's pairs and actions, and ``update``'s metadata merge (library and CLI)."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from starlette.routing import Mount, Route
 
-from vestige.cli import main
-from vestige.errors import InvalidInput
-from vestige.memory import Memory
-from vestige.server.app import create_app
-from vestige.ui import CSP, local_app
-from vestige.ui import browse, curate, explain
+from diarist.cli import main
+from diarist.errors import InvalidInput
+from diarist.memory import Memory
+from diarist.server.app import create_app
+from diarist.ui import CSP, local_app
+from diarist.ui import browse, curate, explain
 
 LOCAL = "http://127.0.0.1"
 
@@ -78,7 +78,7 @@ def test_update_merges_metadata_when_asked_and_replaces_by_default(seeded):
 
 def test_cli_update_metadata_merges_and_replace_metadata_replaces(seeded):
     db = str(seeded.store.path)
-    run = lambda *a: CliRunner().invoke(main, [*a, "--db", db, "--app", "alice"], env={"VESTIGE_DB": ""})  # noqa: E731
+    run = lambda *a: CliRunner().invoke(main, [*a, "--db", db, "--app", "alice"], env={"DIARIST_DB": ""})  # noqa: E731
     assert run("update", "cat", "--metadata", '{"mood": "good"}').exit_code == 0
     assert seeded.get("cat", app="alice")["metadata"] == {"title": "New cat", "source": "chat", "mood": "good"}
     assert run("update", "cat", "--metadata", '{"mood": "bad"}', "--replace-metadata").exit_code == 0
@@ -264,7 +264,7 @@ def test_browse_filters_by_kind_source_dates_and_metadata_and_pages(seeded):
 
 
 def test_ask_reads_the_trace_in_the_agreed_shape(seeded):
-    from vestige.context import ContextBlock
+    from diarist.context import ContextBlock
 
     hits = list(seeded.search("what is my cat called", app="alice", k=5))
     for hit in hits:

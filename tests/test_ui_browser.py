@@ -1,7 +1,7 @@
 """The inspector and /docs in a real Chromium (Debian's, driven by Playwright; nothing is
 downloaded): the flows a person follows, what must not happen (a stored script running, a
 request leaving the machine), and the screenshots in docs/ui/ that the README shows
-(rewritten only when VESTIGE_UI_SHOTS=1, so a test run leaves the tree clean).
+(rewritten only when DIARIST_UI_SHOTS=1, so a test run leaves the tree clean).
 
 One browser for the module, the hash embedder, a few memories: the whole file runs in seconds.
 scripts/test.sh installs the browser with apt when it is missing.
@@ -18,9 +18,9 @@ from urllib.parse import urlparse
 import pytest
 
 from test_server_support import ServerThread
-from vestige.memory import Memory
-from vestige.server.app import create_app
-from vestige.ui import local_app
+from diarist.memory import Memory
+from diarist.server.app import create_app
+from diarist.ui import local_app
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need the playwright package ([test] extra)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -54,7 +54,7 @@ def _seed(memory: Memory) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The API server (the inspector at /ui behind keys, /docs) and `vestige ui`'s local app, on one memory."""
+    """The API server (the inspector at /ui behind keys, /docs) and `diarist ui`'s local app, on one memory."""
     memory = Memory(tmp_path_factory.mktemp("ui") / "memory.sqlite", embedder="hash")
     _seed(memory)
     alice_key, _ = memory.keys.create("alice")
@@ -110,7 +110,7 @@ def _shot(page, name: str) -> None:
     """Render the page either way (a broken page fails here); keep the file only when asked."""
     image = page.screenshot()
     assert image[:8] == b"\x89PNG\r\n\x1a\n"
-    if os.environ.get("VESTIGE_UI_SHOTS") == "1":
+    if os.environ.get("DIARIST_UI_SHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / f"{name}.png").write_bytes(image)
 

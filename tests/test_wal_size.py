@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from vestige.memory import Memory
-from vestige.store.sqlite.connection import WAL_BYTES
+from diarist.memory import Memory
+from diarist.store.sqlite.connection import WAL_BYTES
 
 ONE_SMALL_COMMIT = 1024 * 1024  # generous: measured about 350 KB
 

@@ -1,0 +1,1 @@
+"""Framework adapters, each an optional extra: ``diarist.adapters.langchain`` (``[langchain]``)."""

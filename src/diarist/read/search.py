@@ -1,0 +1,482 @@
+"""Search as named stages over one parsed question: channels -> floor -> fusion -> fetch ->
+second stage -> group (and, for the context block, cut -> budget).
+
+The question is parsed once (``diarist.read.question``). The two channels rank independently
+(``diarist.vectors`` and ``diarist.lexical``); the absolute floor may answer "nothing relevant";
+fusion combines their scores; fetch reads the candidates' rows; a second stage may re-read the
+top candidates; grouping gives each memory once. Each stage is a small function over the
+search's state (``Search``) and records what it decided in the trace (``diarist.read.trace``);
+``stages`` composes the list from the options.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from .. import settings
+from ..embed.base import Embedder
+from ..errors import ConfigError
+from ..lexical import LexicalChannel, analyze
+from ..registry import Entries
+from ..store.base import ChunkRow, LexicalUnavailable, Store
+from ..types import Hit
+from ..write.validate import shown
+from ..vectors import DenseIndex, ExactDenseIndex
+from .cut import CutParams, ItemSignals, cut
+from .explain import explain_hit
+from .floor import Floor, verdict
+from .fusion import FUSIONS, Fused, convex, rrf
+from .group import group_by_item
+from .question import Question
+from .trace import Dropped, StageRecord, Trace
+
+log = logging.getLogger("diarist")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    depth: int = settings.DEPTH  # each channel ranks this deep, well beyond the budget
+    fusion: str = settings.FUSION  # "convex" | "rrf"
+    dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share
+    rrf_k: int = settings.FUSION_RRF_K
+    k1: float = settings.BM25_K1
+    b: float = settings.BM25_B
+    lexical: bool = True  # False: the vector-only ranking, byte for byte
+    rerank_depth: int = settings.RERANK_DEPTH  # the second stage re-reads this many fused candidates
+    floor: Floor | None = None  # the relevance floor (diarist.read.floor): may answer nothing
+    # The plan indexes some text twice (views "both", "split-apart", "...+turns"): every
+    # candidate of the pool is fetched at once, so a hit merges the best ranks of all its copies
+    # there. Otherwise rows are fetched only as far as the hits need (most searches read k rows).
+    fetch_whole_pool: bool = False
+    # Memories, not chunks: each item (session or fact) once, with its best passages (the
+    # default of Memory; the lab's configs aggregate chunks to sessions themselves).
+    group: bool = False
+
+
+def check_fusion(fusion: object) -> str:
+    if fusion not in FUSIONS:
+        raise ConfigError(f"unknown fusion {shown(fusion)}; use one of {', '.join(FUSIONS)}")
+    return str(fusion)
+
+
+def check_dense_weight(weight: object) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"dense_weight must be a number from 0 to 1, got {shown(weight)}")
+    return float(weight)
+
+
+class Results(list):
+    """A list of hits, with notes on anything that degraded the search (a fallback, say), and
+    the trace of what each stage decided (``trace``; ``dropped`` when explaining)."""
+
+    def __init__(self, hits: list[Hit] = (), notes: list[str] | None = None, best_cosine: float | None = None,
+                 comparable: bool = False, trace: Trace | None = None, question: Question | None = None,
+                 question_vector: np.ndarray | None = None):
+        super().__init__(hits)
+        self.notes: list[str] = notes or []
+        # True when every hit's score is on one scale a ratio can be read on (the convex
+        # fusion's [0, 1]); RRF and cosine-only scores are not.
+        self.comparable = comparable
+        # The best dense cosine of any chunk: the absolute score the relevance floor reads.
+        self.best_cosine = best_cosine
+        self._trace = trace or Trace()
+        self.question = question  # the question as the stages parsed it (None for an empty result)
+        # The question's own vector as the dense channel embedded it (None when nothing was
+        # embedded): the block's lines are scored against it rather than embedding it again.
+        self.question_vector = question_vector
+
+    @property
+    def trace(self) -> list[StageRecord]:
+        return self._trace.records
+
+    @property
+    def dropped(self) -> list[Dropped]:
+        return self._trace.dropped
+
+    @property
+    def explained(self) -> bool:
+        return self._trace.explain
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hits": [h.to_dict() for h in self], "notes": list(self.notes),
+                "trace": [r.to_dict() for r in self.trace], "dropped": [d.to_dict() for d in self.dropped]}
+
+
+@dataclass(frozen=True)
+class Channels:
+    """What a search reads: the store (for chunk text), both channels, and the embedder."""
+
+    store: Store
+    dense: DenseIndex
+    lexical: LexicalChannel
+    embedder: Embedder
+    # The chunks a metadata filter allows (ascending ids), or None for all. A filtered search
+    # scans exactly (``filtered_dense``): an approximate graph cannot promise depth rows of a
+    # filter it was not built for.
+    allowed: np.ndarray | None = None
+    filtered_dense: ExactDenseIndex | None = None
+
+
+def run_search(
+    channels: Channels,
+    app: str,
+    query: str,
+    k: int,
+    settings: SearchSettings,
+    previous: str | None = None,
+    reranker: SecondStage | None = None,
+    now: datetime | None = None,
+    *,
+    explain: bool = False,
+    after: Sequence[Stage] = (),
+) -> Results:
+    """Parse the question once, run the stages ``settings`` and the reranker call for, then
+    ``after`` (the context block's cut), and return the hits with the trace of every stage."""
+    if k <= 0:
+        return Results()
+    search = Search(channels, app, Question(query, previous, now), k, settings, reranker, Trace(explain))
+    for stage in stages(settings, reranker, after):
+        stage(search)
+        if search.done:
+            break
+    return search.results()
+
+
+def stages(settings: SearchSettings, reranker: SecondStage | None, after: Sequence[Stage] = ()) -> list[Stage]:
+    """The stages a search runs, in order: only those its options call for, each looked up by
+    name in ``STAGES`` (so a registered replacement runs in its place)."""
+    names = ["channels"] + (["floor"] if settings.floor is not None else []) + ["fusion", "fetch"]
+    names += (["second-stage"] if reranker is not None else []) + (["group"] if settings.group else [])
+    return [STAGES[name] for name in names] + list(after)
+
+
+def stage_named(stage: str | Stage) -> Stage:
+    """A stage given by its registered name (``STAGES``) or as the callable itself."""
+    if isinstance(stage, str):
+        if stage not in STAGES:
+            raise ConfigError(f"unknown read stage {stage!r}; registered: {', '.join(STAGES.names())}")
+        return STAGES[stage]
+    if not callable(stage):
+        raise ConfigError(f"a read stage is a registered name or a callable of the search, got {shown(stage)}")
+    return stage
+
+
+class SecondStage(Protocol):
+    """What the read path needs of a reranker (``diarist.rerank.Reranker`` is one)."""
+
+    name: str
+
+    def rerank_question(self, question: Question, hits: list[Hit]) -> list[Hit]: ...
+
+
+@dataclass
+class Search:
+    """One search's working state, handed from stage to stage."""
+
+    channels: Channels
+    app: str
+    question: Question
+    k: int
+    settings: SearchSettings
+    reranker: SecondStage | None
+    trace: Trace
+    dense: list[tuple[int, float]] = field(default_factory=list)
+    lexical_job: Future | None = None
+    lexical_ranking: list[tuple[int, float]] | None = None
+    chosen: Fused = field(default_factory=list)
+    order: str = "fused"  # which channel(s) ordered the candidates: "fused" or "dense"
+    hits: list[Hit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    best_cosine: float | None = None
+    question_vector: np.ndarray | None = None  # the question's own (not with the previous turn)
+    done: bool = False  # a stage answered for the whole search (the floor's "nothing"): stop
+    fused_place: dict[int, int] = field(default_factory=dict)  # explain: chunk -> place before the second stage
+
+    @property
+    def depth(self) -> int:
+        return max(self.settings.depth, self.k)
+
+    @property
+    def pool(self) -> int:
+        """How many fused candidates are handed on: the second stage may lift any of the top
+        rerank_depth into the budget; twice that, for the duplicates merged at fetch (fetched
+        only as far as they are needed)."""
+        lexical_on = self.reranker is not None and self.settings.lexical
+        return 2 * (max(self.k, self.settings.rerank_depth) if lexical_on else self.k)
+
+    @property
+    def fused_limit(self) -> int | None:
+        """How much of the fused ranking is kept: the pool; grouped by memory, all of it (k
+        memories may need more chunks than the pool holds; rows are still fetched lazily)."""
+        return None if self.settings.group else self.pool
+
+    def results(self) -> Results:
+        hits = self.hits[: self.k]
+        if self.trace.explain:
+            for hit in self.hits[self.k :]:
+                self.trace.drop(_label(hit), "k", f"ranked below the {self.k} asked for", hit.score)
+            for place, hit in enumerate(hits, 1):
+                hit.why = explain_hit(hit, self.question, self.fused_place.get(hit.chunk_id), place, self.reranker)
+        comparable = self.lexical_ranking is not None and self.settings.fusion == "convex"
+        return Results(hits, self.notes, self.best_cosine, comparable, self.trace, self.question,
+                       self.question_vector)
+
+
+#: A stage reads and updates the search's state, and records what it decided in its trace.
+Stage = Callable[[Search], None]
+
+
+def read_channels(search: Search) -> None:
+    """Both channels rank the question: the lexical one starts first, in its worker thread, and
+    runs while the dense one does."""
+    channels, question, settings = search.channels, search.question, search.settings
+    query_vectors = channels.embedder.embed_query(question.texts)
+    search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
+    if settings.lexical:
+        search.lexical_job = channels.lexical.submit(search.app, question.terms, search.depth, settings.k1,
+                                                     settings.b, allowed=channels.allowed)
+    try:
+        if channels.allowed is None:
+            search.dense = channels.dense.search(search.app, query_vectors, search.depth)
+        else:
+            assert channels.filtered_dense is not None
+            search.dense = channels.filtered_dense.search(search.app, query_vectors, search.depth,
+                                                          allowed=channels.allowed)
+    except BaseException:
+        _abandon(search.lexical_job)
+        raise
+    search.best_cosine = search.dense[0][1] if search.dense else None
+    lexical_note = "the lexical channel ranks in its thread" if settings.lexical else "the lexical channel is off"
+    search.trace.record("channels", len(search.dense), 0, f"{len(search.dense)} ranked by vectors; {lexical_note}")
+
+
+def apply_floor(search: Search) -> None:
+    """An absolute floor can say "nothing": fused scores are normalised per query, so it reads
+    the cosine, the question's form and the lexical index's vocabulary (diarist.read.floor).
+    With no vectors at all (nothing dense stored) there is no evidence either way: no floor."""
+    floor = search.settings.floor
+    assert floor is not None
+    if search.best_cosine is None:
+        search.trace.record("floor", len(search.dense), 0, "no vectors to judge: no floor")
+        return
+    # The lexical kill switch leaves the index unread here too: the floor reads no coverage.
+    # Terms are looked up in the whole app, a metadata filter's part or not.
+    lexical_index, app = search.channels.lexical, search.app
+    held = (lambda terms: lexical_index.held(app, terms)) if search.settings.lexical else (lambda terms: None)
+    why = verdict(floor, search.best_cosine, search.question, held)
+    if why is None:
+        search.trace.record("floor", len(search.dense), 0, f"passed (best cosine {search.best_cosine:.3f})")
+        return
+    _abandon(search.lexical_job)
+    search.notes.append(f"nothing relevant: {why}")
+    search.trace.record("floor", 0, len(search.dense), why)
+    for cid, cosine in search.dense[: search.k]:
+        search.trace.drop(f"chunk {cid}", "floor", why, cosine)
+    search.done = True
+
+
+def fuse(search: Search) -> None:
+    """The two rankings become one (diarist.read.fusion); without the lexical channel, the
+    dense ranking is the order."""
+    if search.lexical_job is not None:
+        try:
+            search.lexical_ranking = search.lexical_job.result()
+        except LexicalUnavailable as exc:
+            note = f"lexical channel off, searching by vectors only: {exc}"
+            log.warning(note)
+            search.notes.append(note)
+    dense, limit = search.dense, search.fused_limit
+    if search.lexical_ranking is None:
+        search.chosen = [(cid, score, {"dense": rank, "lexical": None}) for rank, (cid, score) in enumerate(dense[:limit], 1)]
+        search.order = "dense"
+        search.trace.record("fusion", len(search.chosen), len(dense) - len(search.chosen), "dense ranking only")
+        return
+    search.chosen = _fuse(dense, search.lexical_ranking, search.settings, search.depth, limit)
+    search.order = "fused"
+    search.trace.record("fusion", len(search.chosen), 0,
+                        f"{search.settings.fusion} fusion of {len(dense)} dense and {len(search.lexical_ranking)} "
+                        f"lexical candidates; the first {len(search.chosen)} handed on")
+
+
+def fetch(search: Search) -> None:
+    """The candidates' rows, in fused order and only as far as the hits need (grouped by
+    memory, as far as ``k`` memories need)."""
+    settings = search.settings
+    wanted = min(len(search.chosen), search.pool) if settings.fetch_whole_pool else search.pool // 2
+    items = search.k if settings.group else 0
+    search.hits, read, gone = _fetch_hits(search.channels.store, search.app, search.chosen, wanted, search.dense,
+                                          search.lexical_ranking or [], search.order, items)
+    merged = read - gone - len(search.hits)
+    search.trace.record("fetch", len(search.hits), merged + gone,
+                        f"{read} rows read; {merged} copies of the same text merged; {gone} deleted since ranked")
+
+
+def second_stage(search: Search) -> None:
+    """The second stage re-reads fused candidates. Without the lexical channel (the kill
+    switch, or an index that cannot be trusted) search is the vector-only ranking, byte for byte."""
+    reranker, depth = search.reranker, search.settings.rerank_depth
+    assert reranker is not None
+    if not search.hits or search.lexical_ranking is None:
+        search.trace.record("second_stage", len(search.hits), 0, "skipped: no fused candidates")
+        return
+    if search.trace.explain:
+        search.fused_place = {hit.chunk_id: place for place, hit in enumerate(search.hits, 1)}
+    before = search.hits[:depth]
+    head = reranker.rerank_question(search.question, before)
+    search.hits = head + search.hits[depth:]
+    error = getattr(reranker, "error", None)
+    if error:
+        search.notes.append(f"reranker {reranker.name} unavailable, fused order kept: {error}")
+    moved = sum(a is not b for a, b in zip(head, before))
+    search.trace.record("second_stage", len(search.hits), 0,
+                        f"{reranker.name} re-read the top {len(head)}" + ("" if error else f"; {moved} moved"))
+
+
+def group(search: Search) -> None:
+    """Memories, not chunks: each item (session or fact) once, at its best chunk's place."""
+    before = len(search.hits)
+    search.hits = group_by_item(search.hits, search.trace)
+    search.trace.record("group", len(search.hits), before - len(search.hits),
+                        f"{before} passages from {len(search.hits)} memories")
+
+
+#: The read stages by name, in the order a search runs them (docs/extending.md): the library's
+#: own are registered as a plug-in's are; ``Memory.search(after=[name])`` runs a registered one
+#: after them, and ``STAGES.register(name, stage, replace=True)`` swaps one of the library's out.
+STAGES: Entries[Stage] = Entries("read stage")
+for _name, _stage in (("channels", read_channels), ("floor", apply_floor), ("fusion", fuse), ("fetch", fetch),
+                      ("second-stage", second_stage), ("group", group)):
+    STAGES.register(_name, _stage)
+
+
+def cut_stage(params: CutParams) -> Stage:
+    """The context block's cut (diarist.read.cut) as a stage over the first k memories."""
+
+    def cut_items(search: Search) -> None:
+        items, question = search.hits[: search.k], search.question
+        wanted = set(question.own_terms)
+        signals = [ItemSignals(hit.scores.get("dense"),
+                               len(wanted.intersection(analyze(hit.text))) / len(wanted) if wanted else 0.0)
+                   for hit in items]
+        verdicts = cut(signals, params)
+        for hit, why in zip(items, verdicts):
+            if why is not None:
+                search.trace.drop(_label(hit), "cut", why, hit.score)
+        search.hits = [hit for hit, why in zip(items, verdicts) if why is None]
+        search.trace.record("cut", len(search.hits), len(items) - len(search.hits),
+                            f"cosine under {params.min_cosine:g} or over {params.max_gap:g} below the best, "
+                            f"and under {params.min_coverage:.0%} of the question's terms: left out")
+
+    return cut_items
+
+
+def _label(hit: Hit) -> str:
+    return hit.id or f"chunk {hit.chunk_id}"
+
+
+def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[tuple[int, float]],
+                lexical_ranking: list[tuple[int, float]], stage: str, items: int = 0) -> tuple[list[Hit], int, int]:
+    """The first ``wanted`` distinct hits of the candidates (and, with ``items``, at least as
+    many as hold that many distinct items), fetching their rows in order and only as many as
+    that takes: most searches read ``wanted`` rows, not the whole pool.
+    Returns (hits, rows asked for, rows gone).
+
+    A chunk ranked a moment ago may have been deleted by another writer since: it is left out
+    (the result is what the memory held at some instant of the search), never a crash.
+    """
+    fetched: list[Hit] = []
+    hits: list[Hit] = []
+    taken = 0
+    while taken < len(chosen) and (short := max(wanted - len(hits), items - _n_items(hits))) > 0:
+        step = chosen[taken : taken + short]
+        taken += len(step)
+        rows = store.fetch_chunks(app, [cid for cid, _, _ in step])
+        fetched += [_hit(rows[cid], score, ranks, dense, lexical_ranking, stage, app)
+                    for cid, score, ranks in step if cid in rows]
+        hits = _merge_duplicates(fetched)
+    return hits, taken, taken - len(fetched)
+
+
+def _n_items(hits: list[Hit]) -> int:
+    return len({(h.fact_id, h.session_id) for h in hits})
+
+
+def _abandon(job: Future | None) -> None:
+    """The lexical half is no longer needed: cancel it if it has not started; if it has, let it
+    finish unobserved (its exception, if any, is dropped: the search answered without it)."""
+    if job is not None and not job.cancel():
+        job.add_done_callback(lambda done: done.exception())
+
+
+def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
+          depth: int, pool: int | None) -> list[tuple[int, float, dict[str, int | None]]]:
+    """The first ``pool`` of the fused ranking (None: all of it)."""
+    if settings.fusion == "rrf":
+        return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
+    return convex(dense, lexical_ranking, settings.dense_weight, depth, limit=pool)
+
+
+def _hit(
+    row: ChunkRow,
+    score: float,
+    ranks: dict[str, int | None],
+    dense: list[tuple[int, float]],
+    lexical_ranking: list[tuple[int, float]],
+    stage: str,
+    app: str,
+) -> Hit:
+    cid = row.chunk_id
+    return Hit(
+        chunk_id=cid,
+        text=row.text,
+        score=score,
+        session_id=row.session_id,
+        fact_id=row.fact_id,
+        date=row.date,
+        roles=row.roles,
+        view=row.view,
+        ranks=ranks,
+        scores={"dense": _score_at(dense, ranks.get("dense"), cid),
+                "lexical": _score_at(lexical_ranking, ranks.get("lexical"), cid)},
+        stage=stage,
+        app=app,
+        first_turn=row.first_turn,
+        last_turn=row.last_turn,
+        metadata=dict(row.metadata),
+    )
+
+
+def _score_at(ranking: list[tuple[int, float]], rank: int | None, cid: int) -> float | None:
+    """The chunk's score in a channel's ranking, read at its rank there (no lookup table of the
+    whole ranking for the k hits); None when the channel did not rank it."""
+    if rank is None or not 0 < rank <= len(ranking):
+        return None
+    item, score = ranking[rank - 1]
+    return score if item == cid else dict(ranking).get(cid)  # ranks always index the list itself
+
+
+def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
+    """One hit per distinct text of a session: views "both" and "split-apart" index some text
+    twice (once per view or channel). The first keeps its place and the best rank per channel
+    of the copies fetched (idempotent: merging a longer list again gives the same ranks)."""
+    kept: dict[tuple[str | None, str | None, str], Hit] = {}
+    out = []
+    for hit in hits:
+        key = (hit.session_id, hit.fact_id, hit.text)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = hit
+            out.append(hit)
+            continue
+        for channel, rank in hit.ranks.items():
+            if rank is not None and (first.ranks.get(channel) is None or rank < first.ranks[channel]):
+                first.ranks[channel] = rank
+                first.scores[channel] = hit.scores.get(channel)
+    return out

@@ -1,0 +1,105 @@
+"""One copy of every default. The library, the CLI, the server, MCP and the bench read them here."""
+
+from __future__ import annotations
+
+from .embed import DEFAULT_EMBEDDER
+from .lexical import B, K1
+from .read.fusion import RRF_K
+from .write.plan import DEFAULT_PLAN, PLANS
+
+DEFAULT_APP = "default"
+EMBEDDER = DEFAULT_EMBEDDER  # all-MiniLM-L6-v2, int8 ONNX, offline
+PLAN = DEFAULT_PLAN
+PLAN_CHOICES = tuple(PLANS)
+
+DEPTH = 200  # each channel ranks this deep, well beyond the budget
+BUDGET_K = 32  # hits Memory.search returns by default
+RERANK_DEPTH = 50  # the second stage re-reads this many fused candidates
+# The model-free second stage, its time signal only: over the convex fusion the names signal
+# no longer paid (BM25 already weighs a rare name); chosen in every fold (BENCHMARKS.md, "Fusion").
+RERANKER = "evidence:time"
+FLOOR = "auto"  # the embedder's calibrated relevance floor (its evidence floor if it has one)
+BM25_K1, BM25_B = K1, B
+FUSION = "convex"  # convex combination of normalised channel scores (diarist.read.fusion); or "rrf"
+FUSION_RRF_K = RRF_K
+# The dense channel's weight in the convex fusion, chosen by cross-validation across both dev
+# sets (BENCHMARKS.md, "Fusion"); the lexical channel gets the rest.
+FUSION_DENSE_WEIGHT = 0.75
+
+# Search results and the context block give each memory (session, note, fact) once, with at
+# most this many of its best passages, in original order (diarist.read.group).
+GROUP_BY_MEMORY = True
+GROUP_PASSAGES = 3
+CLI_K = 5  # hits `diarist search` prints
+HTTP_K = 10  # hits the HTTP search returns unless asked
+CONTEXT_BUDGET_TOKENS = 1000
+CONTEXT_K = 32
+# The share-of-best cut the context block used before diarist.read.cut: hits whose fused score
+# is under this share of the best hit's; the largest grid value (0.05 steps) that lost no dev
+# question's evidence on either dataset (BENCHMARKS.md, "Context block"). No longer the default:
+# convex-fused scores of unrelated chunks bunch near 0.66 of the best, so it kept them; kept
+# for comparison (Memory.context(relative_cut=CONTEXT_RELATIVE_CUT)).
+CONTEXT_RELATIVE_CUT = 0.65
+# The context block's cut (diarist.read.cut): a memory stays when its cosine reaches
+# CUT_MIN_COSINE within CUT_MAX_GAP of the best memory's, or when it holds CUT_MIN_COVERAGE of
+# the question's terms; the best memory always stays. For all-MiniLM-L6-v2 (CUT_MODEL): fitted
+# by the context benchmark on both dev sets, grid over the three, admissible when the block holds
+# evidence as often as the ranking's top 5 less a point (else as today's block), objective the
+# evidence share of tokens and the off-topic tokens (benchmarks/context_cv.py, report
+# benchmarks/results/context/cut_cv.json; out of sample: cross-dataset and 5-fold there). Fitted
+# together with the trimming below, the point is 0.30 / 0.03 / 0.50 (trim_cv.json).
+CUT = "auto"  # the cut below for the model it was chosen for; None: no cut
+CUT_MODEL = "all-MiniLM-L6-v2-onnx-int8"
+CUT_MIN_COSINE = 0.20
+CUT_MAX_GAP = 0.07
+CUT_MIN_COVERAGE = 0.34
+# Trimming (diarist.read.trim): each memory in the block shown by its lines holding a selective
+# question term (one in at most TRIM_MAX_SHARE of the block's lines), TRIM_CONTEXT lines either
+# side; a memory below the first with no such line stays only with TRIM_KEEP_UNMATCHED, and shows at
+# most TRIM_REST_RUNS runs; the first with no such line stays when its cosine reaches
+# TRIM_UNMATCHED_MIN_COSINE (MiniLM's scale). Fitted with the cut by benchmarks/context_trim_cv.py on
+# blocks replayed exactly on both dev sets (trim_cv.json; TRIM_MAX_SHARE fixed, not fitted).
+# Off (build_context's default; Memory.context's is CONTEXT_TRIM below): it raises LoCoMo's evidence
+# session in the block (0.908 -> 0.949) but shows the wrong line of it often (evidence turn 0.905 ->
+# 0.786) and leaves 3 of the 30 short facts out.
+TRIM = False
+TRIM_CONTEXT = 0
+TRIM_MAX_SHARE = 0.2
+TRIM_KEEP_UNMATCHED = False
+TRIM_REST_RUNS = 1
+TRIM_UNMATCHED_MIN_COSINE = -1.0  # off: 0.25 fits the dev sets best but empties the Porto block
+# Lines by meaning (diarist.read.lines): the best memory shown whole when its cosine reaches
+# LINES_FIRST_WHOLE_COSINE, else by its LINES_FIRST_LINES lines closest in meaning to the question;
+# at most LINES_MAX_REST memories below it, each by its LINES_REST_LINES closest lines when one reaches
+# LINES_MIN_LINE_COSINE (MiniLM's scale), LINES_CONTEXT lines either side and LINES_AFTER after a
+# line that asks. An option (Memory.context(trim="lines")), after the cut above; fitted by
+# benchmarks/context_lines_cv.py --turn on blocks replayed exactly on both dev sets (lines_cv.json:
+# the evidence share, the off-topic tokens and the evidence turn in the objective). Off by default:
+# it holds the evidence session more often in fewer tokens, but shows the answer turn less often
+# than whole passages do (see BENCHMARKS.md, "Lines by meaning").
+LINES_FIRST_WHOLE_COSINE = 0.3
+LINES_FIRST_LINES = 3
+LINES_REST_LINES = 1
+LINES_MAX_REST = 4
+LINES_MIN_LINE_COSINE = 0.3
+LINES_CONTEXT = 0
+LINES_AFTER = 0
+LINES_WHOLE = 1
+LINES_GATE = -1.0
+# Passages and pointers (Memory.context(trim="pointers")): the best POINTERS_WHOLE memories shown by
+# their passages as the budget allows, the memories below them, down to place POINTERS_MAX_REST, by
+# their one closest line when it reaches POINTERS_MIN_LINE_COSINE. Fitted by
+# benchmarks/context_lines_cv.py --turn --keep-turn (lines_cv_keep.json: points that show the
+# evidence turn as often as passages whole do, less a point). Memory.context's default (CONTEXT_TRIM).
+POINTERS_WHOLE = 3
+POINTERS_MAX_REST = 5
+POINTERS_MIN_LINE_COSINE = 0.3
+# ... unless not even the best memory has a line within POINTERS_GATE of the question: then none is
+# shown whole, each by its closest lines (lines_cv_keep.json: 0.3 in sample, in 4 of 5 folds and
+# fitted on LongMemEval alone; a question the memory cannot answer gets pointers, not pages).
+POINTERS_GATE = 0.3
+# What Memory.context(trim="auto") serves where the cut applies (the default model, on whose cosine
+# scale the thresholds above were fitted): "pointers", "lines" or "none" (passages whole).
+CONTEXT_TRIM = "pointers"
+# Line vectors a memory keeps for that trim (MiniLM: 1.5 KB each, so 20,000 lines hold about 30 MB).
+LINES_CACHE_LINES = 20_000

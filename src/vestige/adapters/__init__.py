@@ -1,1 +1,0 @@
-"""Framework adapters, each an optional extra: ``vestige.adapters.langchain`` (``[langchain]``)."""
