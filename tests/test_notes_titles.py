@@ -117,3 +117,19 @@ def test_a_postgresql_database_stored_before_titles_waits_for_reindex(pg_server,
         assert memory.index_titles("v") == 2
         memory.reindex("v")
         assert _found_by_name(memory, "v") and memory.app_stats("v")["titles"] == "indexed"
+
+
+def test_migrate_carries_an_app_that_still_waits_for_reindex(tmp_path):
+    from diarist.migrate import migrate
+
+    src = tmp_path / "src.sqlite"
+    with Memory(src, embedder="hash") as memory:
+        memory.add_sessions(read_sessions(_vault(tmp_path))[1], app="v")
+        memory.add_fact("done", app="done")
+        _stored_before_titles(memory, "v")
+        memory.store.mark_titles_indexed("v", False)
+    migrate(src, tmp_path / "dst.sqlite")
+    with Memory(tmp_path / "dst.sqlite", embedder="hash") as copied:
+        assert not copied.store.titles_indexed("v") and copied.store.titles_indexed("done")
+        assert not _found_by_name(copied, "v")
+        assert copied.index_titles("v") == 2 and _found_by_name(copied, "v")
