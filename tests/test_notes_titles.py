@@ -133,3 +133,10 @@ def test_migrate_carries_an_app_that_still_waits_for_reindex(tmp_path):
         assert not copied.store.titles_indexed("v") and copied.store.titles_indexed("done")
         assert not _found_by_name(copied, "v")
         assert copied.index_titles("v") == 2 and _found_by_name(copied, "v")
+
+
+def test_a_new_title_given_by_update_is_what_both_channels_read(memory, tmp_path):
+    memory.add_sessions(read_sessions(_vault(tmp_path))[1], app="v")
+    memory.update("Pizza.md", app="v", metadata={"front_matter": {"title": "Neapolitan base"}}, merge_metadata=True)
+    hit = memory.search("Neapolitan base", app="v", k=1)[0]
+    assert hit.session_id == "Pizza.md" and hit.ranks.get("lexical") == 1 and hit.text.startswith("Neapolitan base")
