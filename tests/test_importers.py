@@ -283,7 +283,7 @@ def test_markdown_folder(tmp_path):
 
     pesto = _session(db, "recipes/pesto.md")
     assert len(pesto["messages"]) == 3, "a '#' line inside a code fence is not a heading"
-    assert pesto["metadata"]["title"] == "Wild garlic pesto"
+    assert pesto["metadata"]["title"] == "pesto", "no title: the file name, never a heading (issue 41)"
     todo = _session(db, "todo.txt")
     mtime = (NOTES / "todo.txt").stat().st_mtime
     assert todo["date"] == normalise_date(mtime), "no front matter: the file's modification time"

@@ -41,7 +41,7 @@ from .store.base import KINDS, Conflict, IndexedChunk, Item, Store
 from .store.open import open_store
 from .types import Chunk, Message
 from .vectors import DenseIndex, ExactDenseIndex, dense_index
-from .write.chunk import chunk_session
+from .write.chunk import chunk_session, title_line, with_title
 from .write.plan import IndexPlan, get_plan
 from .write.validate import (
     MAX_QUERY_CHARS, FactInput, SessionInput, check_app, check_fact, check_date, check_id, check_metadata, check_session, check_text,
@@ -285,14 +285,15 @@ class Memory:
 
     # -- writing --------------------------------------------------------------------------
 
-    def chunk(self, messages: Sequence[Message]) -> list[Chunk]:
+    def chunk(self, messages: Sequence[Message], title: str | None = None) -> list[Chunk]:
+        """A session's chunks; ``title``: the line each begins with (``write.chunk.title_line``)."""
         if self._chunker is not None:
-            return self._chunker(messages)
-        return chunk_session(messages, self.embedder, self.plan, self.chunk_tokens)
+            return with_title(self._chunker(messages), title, self.embedder.count_tokens)
+        return chunk_session(messages, self.embedder, self.plan, self.chunk_tokens, title=title)
 
     def _chunks_of(self, item: Item) -> list[Chunk]:
         if item.kind == "session":
-            return self.chunk(item.messages)
+            return self.chunk(item.messages, title_line(item.metadata))
         assert item.text is not None
         n_tokens = self.embedder.count_tokens(item.text)
         return [Chunk(text=item.text, position=0, roles=("fact",), first_turn=0, last_turn=0, view="fact",
@@ -809,7 +810,8 @@ class Memory:
         counts = self.store.counts(app)
         if counts is None:
             raise UnknownApp(f"app {app!r} holds no memory")
-        return {**counts.__dict__, "lexical_index": self.lexical.status(app) or "complete"}
+        titles = "indexed" if self.store.titles_indexed(app) else "stored before titles were indexed (run: diarist reindex)"
+        return {**counts.__dict__, "lexical_index": self.lexical.status(app) or "complete", "titles": titles}
 
     def stats(self, app: str | None = None) -> dict[str, Any]:
         if app is not None:
@@ -825,12 +827,49 @@ class Memory:
         return out
 
     def reindex(self, app: str) -> int:
-        """Rebuild an app's lexical index from its stored text (and its dense graph, if any)."""
+        """Rebuild an app's lexical index from its stored text (and its dense graph, if any),
+        after re-chunking its titled items if they were stored before titles were indexed
+        (``index_titles``). Returns the chunks the lexical index holds."""
         app = check_app(app)
         self._require_app(app)
+        self.index_titles(app)
         indexed = self.store.rebuild_lexical(app)
         self.dense.rebuild(app)
         return indexed
+
+    def index_titles(self, app: str, batch: int = 64) -> int:
+        """Re-chunk and re-embed an app's titled sessions stored before titles were indexed, so
+        that their chunks begin with their title line (``write.chunk.title_line``) and both
+        channels read it; nothing to do for an app stored since. Each batch lands whole; an item
+        changed meanwhile was written with its title anyway and is left as it is. Returns how many
+        items were re-chunked (0 when the app's titles were indexed already)."""
+        app = check_app(app)
+        self._require_app(app)
+        if self.store.titles_indexed(app):
+            return 0
+        ids: list[str] = []  # all of them first: a rewrite moves an item to the end of the listing
+        while page := self.store.list_items(app, "session", 1000, len(ids)):
+            ids += [s.external_id for s in page]
+        done = 0
+        for start in range(0, len(ids), batch):
+            found = [self.store.get_item(app, "session", i) for i in ids[start : start + batch]]
+            todo = [(item, self._chunks_of(item)) for item in found
+                    if item is not None and title_line(item.metadata)]
+            if not todo:
+                continue
+            try:
+                self._write(app, todo, expect={("session", item.external_id): item.content_hash for item, _ in todo})
+            except Conflict:  # one changed meanwhile: rewrite the others one by one
+                for item, chunks in todo:
+                    try:
+                        self._write(app, [(item, chunks)], expect={("session", item.external_id): item.content_hash})
+                    except Conflict:
+                        continue
+                    done += 1
+                continue
+            done += len(todo)
+        self.store.mark_titles_indexed(app)
+        return done
 
 
 def _check_search_numbers(values: dict[str, Any]) -> None:

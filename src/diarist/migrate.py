@@ -226,6 +226,8 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
             files = src.synced_files(app)
             if files:
                 dst.record_synced_files(app, files)
+            if not src.titles_indexed(app):  # chunks copied as stored: still waiting for `reindex`
+                dst.mark_titles_indexed(app, False)
         _unchanged(src, dst, before)
         verify(src, dst, samples, report, with_history)
         _unchanged(src, dst, before)  # nor while it was compared

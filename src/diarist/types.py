@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .note_view import note_title
+
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 
@@ -73,13 +75,7 @@ class Hit:
         """The item's own title, when its metadata has one (importers keep it there). A note is
         titled by its front matter's title, else by its file name, not by a section heading."""
         if self.metadata.get("source") == "markdown":
-            front = self.metadata.get("front_matter")
-            if isinstance(front, dict) and isinstance(front.get("title"), str) and front["title"].strip():
-                return front["title"]
-            path = self.metadata.get("path")
-            if isinstance(path, str) and path.strip():
-                name = path.replace("\\", "/").rsplit("/", 1)[-1]
-                return name.rsplit(".", 1)[0] if "." in name[1:] else name
+            return note_title(self.metadata)  # one rule for the hit, show and the inspector
         value = self.metadata.get("title")
         return value if isinstance(value, str) else None
 

@@ -164,6 +164,39 @@ def shortfact(context: bool, **kwargs) -> None:
 
 
 @bench.command()
+@click.option("--data", default="benchmarks/data/everyday", show_default=True, type=click.Path(exists=True, file_okay=False),
+              help="The everyday set's folder (questions.jsonl, exports/, vault/).")
+@click.option("--half", type=click.Choice(["dev", "heldout", "all"]), default="dev", show_default=True,
+              help="Which half of the questions (by a hash of the fact or note asked about): fit on dev, report heldout.")
+@click.option("--haystack", help="Only the questions of this haystack (a person's id, or notes).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for rows.jsonl, summary.json/.md, config.json and manifest.json.")
+@click.option("--embedder", default=settings.EMBEDDER, show_default=True, help="Embedding model (as for the other sets).")
+@click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
+              type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")
+@click.option("--no-cache", is_flag=True, help="Embed without the persistent cache.")
+@click.option("--threads", type=int, help="ONNX Runtime threads for the default model.")
+@_trim_option
+def everyday(data: str, half: str, haystack: str | None, out: str, embedder: str, cache_path: str, no_cache: bool,
+             threads: int | None, trim: str) -> None:
+    """The everyday set (benchmarks/data/everyday): stated facts among a person's long conversations,
+    facts that changed, a notes vault and off-topic questions, imported as a person imports them;
+    scores the block Memory.context() serves against issue 41's targets."""
+    from .everyday import run_everyday
+
+    try:
+        summary = run_everyday(data, out, half=half, embedder=embedder, cache_path=None if no_cache else cache_path,
+                               threads=threads, trim=trim, haystack=haystack)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    for t in summary["targets"]:
+        value = "-" if t["value"] is None else t["value"]
+        met = "-" if t["met"] is None else ("met" if t["met"] else "NOT MET")
+        click.echo(f"{t['section']:10} {t['cell']:26} {value!s:>8}  target {t['target']:7} {met}")
+    click.echo(f"wrote {out}")
+
+
+@bench.command()
 @click.option("--dataset", required=True, type=click.Choice(["longmemeval", "locomo"]))
 @click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False), help="Benchmark file, .json or .json.gz.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pools file to write (.jsonl.gz).")

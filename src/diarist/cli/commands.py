@@ -269,9 +269,14 @@ def delete(item_id: str | None, db: str | None, app: str, embedder: str | None, 
 @fail_cleanly
 def reindex(db: str | None, app: str, embedder: str | None) -> None:
     """Rebuild an app's lexical (BM25) index from its stored text, and its HNSW graph (the
-    `ann` extra, large apps) from its stored vectors."""
+    `ann` extra, large apps) from its stored vectors; first, in a database stored before titles
+    were indexed, re-chunk and re-embed its titled items (notes, named conversations) so that
+    both channels read their title."""
     memory = open_memory(db, embedder)
+    titled = memory.index_titles(app)
     n = memory.reindex(app)
+    if titled:
+        click.echo(f"re-chunked {titled} titled items of app {app!r} with their title line")
     click.echo(f"reindexed {n} chunks of app {app!r}")
 
 

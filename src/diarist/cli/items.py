@@ -70,12 +70,17 @@ def list_items(db: str | None, app: str, kind: str, limit: int, offset: int, old
 @click.option("--json", "as_json", is_flag=True, help="Print the item as JSON.")
 @fail_cleanly
 def show(item_id: str, db: str | None, app: str, as_json: bool) -> None:
-    """Show one stored session (every message, verbatim) or fact by its id."""
+    """Show one stored session (every message, verbatim), note (its title, front matter fields and
+    text) or fact by its id."""
     from ..export import markdown_of
+    from ..note_view import is_note, note_markdown
 
     with open_memory(db) as memory:
         item = memory.get(item_id, app=app)
-    click.echo(json.dumps(item, indent=2, ensure_ascii=False) if as_json else markdown_of(item).rstrip())
+    if as_json:
+        click.echo(json.dumps(item, indent=2, ensure_ascii=False))
+    else:
+        click.echo((note_markdown(item) if is_note(item) else markdown_of(item)).rstrip())
 
 
 @click.command()

@@ -8,14 +8,18 @@ heading with nothing under it before the next one is joined to it), so chunks fo
 note's sections. Every message has the role ``user``: a note is its author's own words, and the
 default index plan gives user words a vector as well as BM25.
 
-The date is the YAML front matter's ``date:`` (else ``created:``), else the file's modification
-time (now, from standard input); a front matter date that does not parse (a template's
-``{{date}}``) counts as none, and stays in the metadata. Only simple ``key: value`` front matter lines are read (no YAML
-library); they are kept as metadata (``front_matter``), with ``{"source": "markdown", "path",
-"title"}`` (the front matter's ``title:``, else the first heading, else the file name). The front
-matter block is also the note's first message, its lines as written (``servings: 8``), so it is
-searched like the rest; a note with only front matter is a memory of it. A note with no text
-at all is named as skipped.
+The date is the first of the YAML front matter's ``date``, ``created``, ``start``, ``published``,
+``clipped`` (``DATE_KEYS``, in that order: when the note's subject happened or was written before
+when it was filed: a trip note's ``start``, an article's ``published`` before the day it was
+``clipped``) that parses as a date, else the file's modification time (now, from standard input); a
+front matter date that does not parse (a template's ``{{date}}``) counts as none, and stays in the
+metadata. The title is the front matter's ``title:``, else the file name without its suffix (its
+name in Obsidian), never a section heading; none from standard input. Only simple front matter
+lines are read (no YAML library): ``key: value``, and ``key:`` followed by ``- item`` lines (a
+list); they are kept as metadata (``front_matter``), with ``{"source": "markdown", "path",
+"title"}``. The front matter block is also the note's first message, its lines as written
+(``servings: 8``), so it is searched like the rest; a note with only front matter is a memory of
+it. A note with no text at all is named as skipped.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from .base import JSON_SUFFIXES, TEXT_SUFFIXES, Source, iso_date, message
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(\S.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 FRONT_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
-DATE_KEYS = ("date", "created")
+DATE_KEYS = ("date", "created", "start", "published", "clipped")
+LIST_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -43,14 +48,37 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
             break
     else:
         return {}, text
-    front: dict[str, str] = {}
+    front: dict[str, str | list[str]] = {}
+    listing: str | None = None  # the key whose "- item" lines follow
     for line in lines[1:end]:
-        if (m := FRONT_KEY.match(line)) and m.group(2).strip():
-            value = m.group(2).strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            front[m.group(1)] = value
+        if listing is not None and (item := LIST_ITEM.match(line)) and item.group(1):
+            items = front.setdefault(listing, [])
+            if isinstance(items, list):
+                items.append(_unquoted(item.group(1)))
+            continue
+        listing = None
+        if m := FRONT_KEY.match(line):
+            if m.group(2).strip():
+                front[m.group(1)] = _unquoted(m.group(2).strip())
+            else:
+                listing = m.group(1)
     return front, "\n".join(lines[end + 1 :])
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def front_matter_date(front: dict[str, Any]) -> str | None:
+    """The first of ``DATE_KEYS`` whose value parses as a date, as written."""
+    return next((v for k in DATE_KEYS if isinstance(v := front.get(k), str) and v and iso_date(v)), None)
+
+
+def front_matter_title(front: dict[str, Any]) -> str | None:
+    value = front.get("title")
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def front_matter_text(text: str) -> str:
@@ -114,11 +142,10 @@ class MarkdownImporter:
         if not parts:
             source.drop(source.name, "a note with no text (an empty front matter, no body)")
             return
-        date: Any = next((front[k] for k in DATE_KEYS if front.get(k) and iso_date(front[k])), None)
+        date: Any = front_matter_date(front)
         if date is None and source.path is not None:
             date = source.path.stat().st_mtime
-        first_heading = next((m.group(2) for p in parts if (m := HEADING.match(p.splitlines()[0]))), None)
-        title = front.get("title") or first_heading or source.stem or None
+        title = front_matter_title(front) or source.stem or None
         metadata: dict[str, Any] = {"source": "markdown"}
         if source.relative:
             metadata["path"] = source.relative

@@ -293,6 +293,16 @@ class Store(ABC):
     def delete_app(self, app: str) -> bool:
         """Delete everything the app holds; False if it does not exist."""
 
+    def titles_indexed(self, app: str) -> bool:
+        """Whether the app's titled items were chunked with their title line (write.chunk.title_line).
+        False only for an app stored before titles were indexed, until ``mark_titles_indexed``;
+        a store that never held such an app answers True."""
+        return True
+
+    def mark_titles_indexed(self, app: str, indexed: bool = True) -> None:
+        """Record whether the app's titled items carry their title line (``Memory.index_titles``; False:
+        ``diarist migrate`` copying an app that still waits for it)."""
+
     # -- items ----------------------------------------------------------------------------
 
     @abstractmethod

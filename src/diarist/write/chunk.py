@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..embed.base import Embedder
+from ..note_view import note_title
 from ..types import Chunk, Message
 from .plan import DEFAULT_PLAN, IndexPlan, get_plan
 
@@ -144,19 +145,48 @@ def _pack(
     return chunks
 
 
+def title_line(metadata: dict) -> str | None:
+    """The line a titled item's chunks begin with, so that both channels read its name: a note's
+    title and, when it differs, its file name (``Soup of the house · soup``); another item's
+    ``title`` (a conversation's name in its export). None for an item without one (LoCoMo and
+    LongMemEval sessions: their chunks are what they were)."""
+    if metadata.get("source") == "markdown":
+        title = note_title(metadata)
+        path = metadata.get("path")
+        stem = note_title({"path": path}) if isinstance(path, str) else None
+        names = [n for n in dict.fromkeys((title, stem)) if n and n.strip()]
+        return " · ".join(" ".join(n.split()) for n in names) or None
+    title = metadata.get("title")
+    return " ".join(title.split()) or None if isinstance(title, str) else None
+
+
+def with_title(chunks: list[Chunk], title: str | None, count_tokens) -> list[Chunk]:
+    """Each chunk begun by the title line: in its text (BM25 reads it, the block shows it) and in
+    the text its vector reads. Its tokens are counted in; the chunker left room for them."""
+    if not title:
+        return chunks
+    n = count_tokens(title + "\n")
+    return [Chunk(text=f"{title}\n{c.text}", position=c.position, roles=c.roles, first_turn=c.first_turn,
+                  last_turn=c.last_turn, view=c.view, n_tokens=c.n_tokens + n, dense=c.dense, lexical=c.lexical,
+                  embed_text=None if c.embed_text is None else f"{title}\n{c.embed_text}") for c in chunks]
+
+
 def chunk_session(
     messages: Sequence[Message], embedder: Embedder, plan: "IndexPlan | str" = DEFAULT_PLAN,
-    max_tokens: int | None = None,
+    max_tokens: int | None = None, title: str | None = None,
 ) -> list[Chunk]:
     """Chunks of a session under an index plan (``diarist.write.plan``), set after set.
 
     The default plan, "split", chunks every turn once: BM25 reads each chunk, its vector only
     the user's words in it (embedding assistant text costs ~7x the user's on LongMemEval; BM25
     reads it for free). A chunk with no user turn is found by BM25 alone. Keeping one chunk in
-    both channels is what lets fusion reward the two rankings' agreement.
+    both channels is what lets fusion reward the two rankings' agreement. ``title``: the item's
+    title line (``title_line``), which begins every chunk (room is left for it in the window).
     """
     plan = get_plan(plan)
     limit = min(max_tokens or embedder.window, embedder.window)
+    if title:
+        limit = max(limit - embedder.count_tokens(title + "\n"), limit // 2)
     turns = [(turn, message) for turn, message in enumerate(messages) if message.content.strip()]
     counts = embedder.count_tokens_many([message.content for _, message in turns])  # one call per session
     all_units = [unit for (turn, message), n in zip(turns, counts) for unit in _units(turn, message, n, embedder, limit)]
@@ -166,4 +196,4 @@ def chunk_session(
         chunks += _pack(units, limit, chunk_set.label, len(chunks), dense=chunk_set.dense,
                         lexical=chunk_set.lexical, embed_roles=chunk_set.vector_roles,
                         one_turn=chunk_set.grain == "turn")
-    return chunks
+    return with_title(chunks, title, embedder.count_tokens)

@@ -177,6 +177,12 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
         PRIMARY KEY (app_id, root, path)
     );
     """,
+    # 6: titled items' chunks begin with their title line; apps holding sessions wait for
+    # ``diarist reindex`` (as SQLite's migration 10).
+    """
+    ALTER TABLE apps ADD COLUMN IF NOT EXISTS titles_indexed boolean NOT NULL DEFAULT true;
+    UPDATE apps SET titles_indexed = false WHERE id IN (SELECT DISTINCT app_id FROM sessions);
+    """,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``diarist_schema``

@@ -349,6 +349,17 @@ class SQLStore(Store):
             ).fetchone()
         return None if row is None else bytes(row[0])
 
+    def titles_indexed(self, app: str) -> bool:
+        with self._db.snapshot() as cur:
+            row = cur.execute(self.dialect.sql("SELECT titles_indexed FROM apps WHERE name = ?"),
+                              (self.dialect.to_db(app),)).fetchone()
+        return True if row is None else bool(row[0])
+
+    def mark_titles_indexed(self, app: str, indexed: bool = True) -> None:
+        with self._db.write() as cur:
+            cur.execute(self.dialect.sql("UPDATE apps SET titles_indexed = ? WHERE name = ?"),
+                        (indexed, self.dialect.to_db(app)))
+
     def mark_lexical_stale(self, app: str) -> None:
         with self._db.write() as cur:
             app_id = self._app_id(cur, app)

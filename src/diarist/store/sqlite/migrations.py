@@ -175,6 +175,14 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
         PRIMARY KEY (app_id, root, path)
     ) WITHOUT ROWID;
     """,
+    # 10: a titled item's chunks begin with its title line (write.chunk.title_line: a note's title
+    # and file name, a conversation's name), so both channels read it. Chunks stored before were
+    # not: every app already holding sessions waits for ``diarist reindex`` (Memory.index_titles)
+    # to re-chunk and re-embed its titled ones; an app created from now on is indexed so.
+    """
+    ALTER TABLE apps ADD COLUMN titles_indexed INTEGER NOT NULL DEFAULT 1;
+    UPDATE apps SET titles_indexed = 0 WHERE id IN (SELECT DISTINCT app_id FROM sessions);
+    """,
 ]
 
 
