@@ -37,13 +37,16 @@ def _tampered(tmp_path, extra: str):
 
 @pytest.mark.parametrize("extra", sorted(EXTRAS))
 def test_restore_refuses_unknown_schema_objects_by_name(tmp_path, extra):
-    backup = _tampered(tmp_path, extra)
-    target = tmp_path / "restored.sqlite"
-    with pytest.raises(StoreError, match=EXTRAS[extra][1]):
+    _assert_refused(_tampered(tmp_path, extra), tmp_path / "restored.sqlite", EXTRAS[extra][1])
+
+
+def _assert_refused(backup, target, named: str, pattern: str | None = None) -> None:
+    """Restore refuses ``backup`` naming ``named``, by the API and the CLI; nothing is written."""
+    with pytest.raises(StoreError, match=pattern or named):
         restore_database(backup, target)
     assert not target.exists()
     result = CliRunner().invoke(main, ["restore", str(backup), "--db", str(target)], env={"DIARIST_DB": ""})
-    assert result.exit_code != 0 and EXTRAS[extra][1] in result.output and "Traceback" not in result.output
+    assert result.exit_code != 0 and named in result.output and "Traceback" not in result.output
     assert not target.exists()
 
 
@@ -101,12 +104,7 @@ def _rebuilt(tmp_path, table: str):
 @pytest.mark.parametrize("table", sorted(REBUILT))
 def test_restore_refuses_a_table_rebuilt_without_on_delete_cascade(tmp_path, table):
     backup = _rebuilt(tmp_path, table)
-    target = tmp_path / "restored.sqlite"
-    with pytest.raises(StoreError, match=f"table '{table}'.*definition"):
-        restore_database(backup, target)
-    assert not target.exists()
-    result = CliRunner().invoke(main, ["restore", str(backup), "--db", str(target)], env={"DIARIST_DB": ""})
-    assert result.exit_code != 0 and f"table '{table}'" in result.output and "Traceback" not in result.output
+    _assert_refused(backup, tmp_path / "restored.sqlite", f"table '{table}'", f"table '{table}'.*definition")
     with Memory(backup, embedder="hash", create=False) as memory:
         report = check(memory)
     assert not report.ok and any(line.startswith("FAIL") and f"table '{table}'" in line for line in report.lines)
