@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from ..errors import InvalidInput, KeyForbidden, KeyRefused, NotFound, UnknownApp, DiaristError
 from ..memory import Memory
 from . import browse, curate, explain
-from .session import COOKIE, Session, Signer, new_session, store_secret
+from .session import COOKIE, Session, Signer, new_session
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -88,7 +88,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     (``diarist serve``); otherwise every app, and only to requests addressed to a loopback
     host (``diarist ui``: a web page elsewhere cannot reach it through DNS rebinding).
     ``allowed_hosts``: the Host names accepted in local mode (default: loopback names)."""
-    signer = Signer(lambda: store_secret(memory.store))
+    signer = Signer(memory.store)
     hosts = allowed_hosts or LOOPBACK_HOSTS
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["q"] = _q
@@ -179,6 +179,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         return redirect(ctx, f"/apps/{_q(app)}")
 
     def logout(ctx: Ctx) -> Response:
+        signer.revoke(ctx.session)  # the cookie, wherever it was copied, opens nothing now
         ctx.extra_cookie = new_session()
         return redirect(ctx, "/login" if keyed else "/")
 
