@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidInput, KeyForbidden, KeyRefused, NotFound, UnknownApp, DiaristError
 from ..memory import Memory
+from ..server.middleware import EncodedPath, decoded_params
 from . import browse, curate, explain
 from .session import COOKIE, Session, Signer, new_session
 
@@ -83,7 +84,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | None = None) -> Starlette:
+def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | None = None) -> EncodedPath:
     """The inspector over ``memory``. ``keyed``: ask for an API key and show only its app
     (``diarist serve``); otherwise every app, and only to requests addressed to a loopback
     host (``diarist ui``: a web page elsewhere cannot reach it through DNS rebinding).
@@ -131,6 +132,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     def endpoint(handler: Callable[[Ctx], Response], *, post: bool = False, login: bool = True
                  ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
+            request.scope["path_params"] = decoded_params(request.path_params)  # matched encoded: ids may hold "/"
             session = signer.load(request.cookies.get(COOKIE))
             fresh = session is None
             ctx = Ctx(request, session or new_session(), None)
@@ -353,7 +355,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         done = curate.apply(memory, app, ctx.field("action"), keep, other)
         return redirect(ctx, f"/apps/{_q(app)}/curate", done=done)
 
-    item = "/apps/{app}/items/{kind}/{item_id:path}"
+    item = "/apps/{app}/items/{kind}/{item_id}"  # matched percent-encoded (EncodedPath): "/" is %2F in an id
     routes = [
         Route("/", endpoint(index), methods=["GET"]),
         Route("/login", endpoint(login_page, login=False), methods=["GET"]),
@@ -368,7 +370,6 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         Route("/apps/{app}/delete", endpoint(delete_app, post=True), methods=["POST"]),
         Route("/apps/{app}/import", endpoint(import_file, post=True), methods=["POST"]),
         Route("/apps/{app}/export.jsonl", endpoint(export_file), methods=["GET"]),
-        # the item's actions before the item itself: its id may contain "/"
         Route(item + "/text", endpoint(edit_text, post=True), methods=["POST"]),
         Route(item + "/metadata", endpoint(set_metadata, post=True), methods=["POST"]),
         Route(item + "/metadata/remove", endpoint(remove_metadata, post=True), methods=["POST"]),
@@ -377,7 +378,9 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         Route(item, endpoint(item_page), methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes)
+    pages = Starlette(routes=routes)
+    pages.router.redirect_slashes = False  # ".../items/fact/x/" is not the item "x"
+    return EncodedPath(pages)
 
 
 def _item_path(app: str, kind: str, item_id: str) -> str:
