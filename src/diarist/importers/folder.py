@@ -23,7 +23,8 @@ from ..files import read_bounded
 #: Why a file of a folder was refused before reading its text (reading.py's messages): such a
 #: file is skipped and named, where an error in a file's content stops the import.
 REFUSED_FILE = re.compile(r"not a file; diarist reads|not a regular file|outside the folder imported|"
-                          r"bytes, the bound of one file|a link to a file that does not exist|cannot read the file")
+                          r"bytes, the bound of one file|a link to a file that does not exist|cannot read the file|"
+                          r"binary data, not text")
 
 DEFAULT_TEMPLATES = "Templates"
 #: An Obsidian settings file read for the templates folder is at most this long.

@@ -81,8 +81,8 @@ def stdin_bytes(max_bytes: int) -> bytes:
 
 
 def text_chunks(raw: Iterator[bytes], name: str) -> Iterator[str]:
-    """Decoded UTF-8 text of a byte stream, a leading byte-order mark dropped; an invalid byte is
-    named by its line and offset."""
+    """Decoded UTF-8 text of a byte stream, a leading byte-order mark dropped; an invalid byte, or
+    a NUL (binary data), is named by its line and offset."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = lines = 0
     first = True
@@ -92,6 +92,10 @@ def text_chunks(raw: Iterator[bytes], name: str) -> Iterator[str]:
         except UnicodeDecodeError as exc:
             line = lines + chunk.count(b"\n", 0, max(exc.start, 0)) + 1
             raise InvalidInput(f"{name} line {line}: invalid UTF-8 at byte {offset + max(exc.start, 0)}") from None
+        nul = chunk.find(0)
+        if nul >= 0:  # no text format holds one raw (JSON escapes it): a binary file, whatever its name
+            line = lines + chunk.count(b"\n", 0, nul) + 1
+            raise InvalidInput(f"{name} line {line}: a NUL byte at byte {offset + nul}: binary data, not text; not read")
         offset += len(chunk)
         lines += chunk.count(b"\n")
         if first and text:

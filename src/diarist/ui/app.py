@@ -380,7 +380,34 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     ]
     pages = Starlette(routes=routes)
     pages.router.redirect_slashes = False  # ".../items/fact/x/" is not the item "x"
-    return EncodedPath(pages)
+    return EncodedPath(SecurityHeaders(pages))
+
+
+class SecurityHeaders:
+    """``SECURITY_HEADERS`` on every answer of the inspector: its pages, its static files, and the
+    router's own 404 and 405."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]):
+        self.app = app
+
+    @property
+    def routes(self) -> list[Any]:
+        return getattr(self.app, "routes", [])
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                given = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                         if k.lower().encode() not in given]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def _item_path(app: str, kind: str, item_id: str) -> str:
@@ -432,7 +459,10 @@ def _ingest(memory: Memory, app: str, upload: UploadFile) -> dict[str, int]:
             upload.file.seek(0)
             while block := upload.file.read(1 << 20):
                 out.write(block)
-        imported = read_all(path)
+        try:
+            imported = read_all(path)
+        except InvalidInput as exc:  # named by the file's own name, never the server's temporary folder
+            raise InvalidInput(str(exc).replace(str(path), name).replace(folder, "")) from None
     check_unique((check_session(s, where)[0] for s, where in zip(imported.sessions, imported.where)), f"{name}: session id")
     check_unique((check_fact(f, f"{name} fact {n}")[0] for n, f in enumerate(imported.facts, 1)), f"{name}: fact id")
     report = IngestReport([], [], [], 0)
@@ -443,14 +473,14 @@ def _ingest(memory: Memory, app: str, upload: UploadFile) -> dict[str, int]:
             "facts": len(facts.added) if facts else 0}
 
 
-def local_app(memory: Memory, *, allowed_hosts: tuple[str, ...] | None = None) -> Starlette:
+def local_app(memory: Memory, *, allowed_hosts: tuple[str, ...] | None = None) -> SecurityHeaders:
     """``diarist ui``: the inspector at /ui (every app, loopback only), / sending there."""
 
     async def home(request: Request) -> Response:
         return RedirectResponse(PREFIX + "/", 307)
 
     ui = create_ui(memory, keyed=False, allowed_hosts=allowed_hosts)
-    return Starlette(routes=[Route("/", home), Mount(PREFIX, app=ui)])
+    return SecurityHeaders(Starlette(routes=[Route("/", home), Mount(PREFIX, app=ui)]))
 
 
 __all__ = ["CSP", "PREFIX", "create_ui", "local_app"]
