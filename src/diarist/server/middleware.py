@@ -143,20 +143,23 @@ class BodyTimeout:
 # -- ids with "/" ------------------------------------------------------------------------------------
 
 
-class EncodedPath:
-    """Routes match the path as the client sent it, percent-encoded, so an id's ``/`` sent as
-    ``%2F`` stays inside the id (``/v1/apps/a/sessions/d1%2Fn1.md`` is the session ``d1/n1.md``)
-    and an id ending in ``%2Fdelete`` is not the delete page of another; the routes decode their
-    path parameters (``decoded_params``). Without ``raw_path`` (a server that gives none) the
-    path is left as it is."""
+class Wrapper:
+    """An ASGI app around another, whose routes it lists (a Mount reads them)."""
 
     def __init__(self, app: Callable[..., Awaitable[None]]):
         self.app = app
 
     @property
     def routes(self) -> list[Any]:
-        """The wrapped app's routes (a Mount lists them)."""
         return getattr(self.app, "routes", [])
+
+
+class EncodedPath(Wrapper):
+    """Routes match the path as the client sent it, percent-encoded, so an id's ``/`` sent as
+    ``%2F`` stays inside the id (``/v1/apps/a/sessions/d1%2Fn1.md`` is the session ``d1/n1.md``)
+    and an id ending in ``%2Fdelete`` is not the delete page of another; the routes decode their
+    path parameters (``decoded_params``). Without ``raw_path`` (a server that gives none) the
+    path is left as it is."""
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         raw = scope.get("raw_path") if scope["type"] in ("http", "websocket") else None

@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidInput, KeyForbidden, KeyRefused, NotFound, UnknownApp, DiaristError
 from ..memory import Memory
-from ..server.middleware import EncodedPath, decoded_params
+from ..server.middleware import EncodedPath, Wrapper, decoded_params
 from . import browse, curate, explain
 from .session import COOKIE, Session, Signer, new_session
 
@@ -383,16 +383,9 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     return EncodedPath(SecurityHeaders(pages))
 
 
-class SecurityHeaders:
+class SecurityHeaders(Wrapper):
     """``SECURITY_HEADERS`` on every answer of the inspector: its pages, its static files, and the
     router's own 404 and 405."""
-
-    def __init__(self, app: Callable[..., Awaitable[None]]):
-        self.app = app
-
-    @property
-    def routes(self) -> list[Any]:
-        return getattr(self.app, "routes", [])
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
