@@ -75,3 +75,65 @@ def test_a_file_of_nul_bytes_named_md_is_refused_not_stored(memory, tmp_path):
     path.write_bytes(b"# Title\n\n" + b"\x00" * 100)
     with pytest.raises(InvalidInput, match="NUL"):
         read_all(path)
+
+
+# -- the curate page's cost is bounded however many pairs pass its threshold -------------------------
+
+
+def test_curate_holds_a_bounded_candidate_set_when_every_pair_passes(memory):
+    import tracemalloc
+
+    from diarist.ui import curate
+    from diarist.write.validate import FactInput
+
+    n = 3000  # 4.5M pairs of distinct facts, every one above related=0.05 (hash vectors of near-same text)
+    memory.add_facts([FactInput(f"the same fact again, number {i}", f"f{i}", f"2024-01-{1 + i % 28:02d}")
+                      for i in range(n)], app="a")
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    found = curate.find_pairs(memory, "a", related=0.05, duplicate=0.97)
+    peak_mb = (tracemalloc.get_traced_memory()[1] - base) / 2**20
+    tracemalloc.stop()
+    assert found.compared == n and len(found.pairs) == curate.MAX_PAIRS
+    print(f"curate peak {peak_mb:.0f} MB")
+    assert peak_mb < 200, f"{peak_mb:.0f} MB held for {n} chunks"
+    cosines = [p.cosine for p in found.pairs if p.duplicate]
+    assert cosines == sorted(cosines, reverse=True)
+    # The most similar pair is found: the brute-force best of the same vectors.
+    import numpy as np
+
+    batch = memory.store.read_vectors("a")
+    unit = batch.vectors.astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -1)
+    assert abs(max(p.cosine for p in found.pairs) - min(float(sims.max()), 1.0)) < 1e-5
+
+
+# -- /health polled by many clients runs one check per window ----------------------------------------
+
+
+def test_health_polled_by_8_clients_runs_one_check_per_window(memory, monkeypatch):
+    import threading
+
+    import diarist.server.routes.health as health_route
+
+    memory.add_fact("a fact", app="a", fact_id="f")
+    monkeypatch.setattr(health_route, "HEALTH_CACHE_SECONDS", 3600.0, raising=False)  # one window for the whole test
+    runs = []
+    real = health_route.check
+    monkeypatch.setattr(health_route, "check", lambda *a, **k: runs.append(1) or real(*a, **k))
+    client = TestClient(create_app(memory))
+    statuses = []
+
+    def poll() -> None:
+        for _ in range(5):
+            statuses.append(client.get("/health").status_code)
+
+    pollers = [threading.Thread(target=poll) for _ in range(8)]
+    for t in pollers:
+        t.start()
+    for t in pollers:
+        t.join()
+    assert statuses == [200] * 40
+    assert len(runs) == 1, f"{len(runs)} checks for 40 polls"
