@@ -137,3 +137,19 @@ def test_health_polled_by_8_clients_runs_one_check_per_window(memory, monkeypatc
         t.join()
     assert statuses == [200] * 40
     assert len(runs) == 1, f"{len(runs)} checks for 40 polls"
+
+
+def test_a_date_filter_at_the_largest_offset_reads_the_summaries_in_few_queries(memory, monkeypatch):
+    from diarist.ui import browse
+    from diarist.write.validate import FactInput
+
+    memory.add_facts([FactInput(f"fact {i}", f"f{i}", f"2024-{1 + i % 12:02d}-01") for i in range(3000)], app="a")
+    offsets: list[int] = []
+    real = memory.store.list_items
+    monkeypatch.setattr(memory.store, "list_items", lambda app, kind, limit, offset, **k:
+                        offsets.append(offset) or real(app, kind, limit, offset, **k))
+    rows, more = browse.page(memory, "a", browse.Filters(kind="fact", since="2024-01-01", until="2024-12-31"), 10**9)
+    assert rows == [] and not more
+    assert len(offsets) == 1, f"{len(offsets)} queries for 3,000 summaries (read {browse.SCAN_PAGE:,} at a time)"
+    rows, _ = browse.page(memory, "a", browse.Filters(kind="fact", since="2024-03-01", until="2024-03-01"), 0)
+    assert len(rows) == browse.PAGE_SIZE and all(r["date"].startswith("2024-03-01") for r in rows)
