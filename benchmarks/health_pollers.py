@@ -3,12 +3,12 @@ more source trees side by side (the build before a change and after it).
 
 For each tree: ``diarist serve`` on a copy of the store (its own key), then ``--searches``
 keyed searches one after another, alone and while 8 threads (in a process of their own) poll
-``/health`` back to back; the
+``/health``, each every ``--interval`` seconds (0: back to back); the
 two phases alternate ``--rounds`` times and each phase's median is reported, with the polls
 answered.
 
     PYTHONPATH=src python benchmarks/health_pollers.py --db /tmp/inspector100k/inspector-100000.sqlite \\
-        --app big --src /tmp/old45/src src
+        --app big --interval 0.25 0 --src /tmp/old45/src src
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _searches(url: str, key: str, app: str, n: int) -> list[float]:
     return times
 
 
-def measure(src: Path, db: Path, app: str, searches: int, rounds: int) -> dict:
+def measure(src: Path, db: Path, app: str, searches: int, rounds: int, interval: float) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / "m.sqlite"
         shutil.copy(db, copy)
@@ -77,21 +77,23 @@ def measure(src: Path, db: Path, app: str, searches: int, rounds: int) -> dict:
                 alone += _searches(url, key, app, searches)
                 # The pollers run in a process of their own: their threads do not take this
                 # process's interpreter lock from the search being timed.
-                pollers = subprocess.Popen([sys.executable, __file__, "--poll", url], stdout=subprocess.PIPE, text=True)
-                time.sleep(1.0)
+                pollers = subprocess.Popen([sys.executable, __file__, "--poll", url, str(interval)], stdout=subprocess.PIPE,
+                                           text=True)
+                assert pollers.stdout.readline().strip() == "polling"  # started, imports done, first polls answered
                 polled += _searches(url, key, app, searches)
                 pollers.terminate()
-                polls += int(pollers.communicate(timeout=60)[0].strip() or 0)
+                polls += int(pollers.communicate(timeout=60)[0].strip() or 0) - 8
         finally:
             server.terminate()
             server.wait(timeout=60)
-    return {"src": str(src), "search_ms_p50_alone": round(statistics.median(alone), 1),
+    return {"src": str(src), "poll_interval_s": interval, "search_ms_p50_alone": round(statistics.median(alone), 1),
             "search_ms_p50_with_8_health_pollers": round(statistics.median(polled), 1),
             "ratio": round(statistics.median(polled) / statistics.median(alone), 2), "health_polls_answered": polls}
 
 
-def poll_forever(url: str) -> None:
-    """8 threads polling ``url``/health back to back until SIGTERM; prints how many were answered."""
+def poll_forever(url: str, interval: float) -> None:
+    """8 threads polling ``url``/health (each waiting ``interval`` seconds between its polls, 0: back
+    to back) until SIGTERM; prints how many were answered."""
     import signal
 
     stop = threading.Event()
@@ -103,10 +105,14 @@ def poll_forever(url: str) -> None:
             while not stop.is_set():
                 client.get("/health")
                 counts[slot] += 1
+                stop.wait(interval)
 
     threads = [threading.Thread(target=poll, args=(n,), daemon=True) for n in range(8)]
     for t in threads:
         t.start()
+    while sum(counts) < 8 and not stop.is_set():
+        time.sleep(0.01)
+    print("polling", flush=True)
     while not stop.wait(0.1):
         pass
     print(sum(counts), flush=True)
@@ -114,17 +120,20 @@ def poll_forever(url: str) -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--poll"]:
-        poll_forever(sys.argv[2])
+        poll_forever(sys.argv[2], float(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--app", required=True)
     parser.add_argument("--searches", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--interval", type=float, nargs="+", default=[0.25],
+                        help="each poller's wait between polls, seconds (0: back to back); one run per value")
     parser.add_argument("--src", type=Path, nargs="+", required=True, help="source trees (their src/ folders)")
     args = parser.parse_args()
-    for src in args.src:
-        print(json.dumps(measure(src.resolve(), args.db, args.app, args.searches, args.rounds)), flush=True)
+    for interval in args.interval:
+        for src in args.src:
+            print(json.dumps(measure(src.resolve(), args.db, args.app, args.searches, args.rounds, interval)), flush=True)
 
 
 if __name__ == "__main__":
