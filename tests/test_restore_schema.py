@@ -37,13 +37,16 @@ def _tampered(tmp_path, extra: str):
 
 @pytest.mark.parametrize("extra", sorted(EXTRAS))
 def test_restore_refuses_unknown_schema_objects_by_name(tmp_path, extra):
-    backup = _tampered(tmp_path, extra)
-    target = tmp_path / "restored.sqlite"
-    with pytest.raises(StoreError, match=EXTRAS[extra][1]):
+    _assert_refused(_tampered(tmp_path, extra), tmp_path / "restored.sqlite", EXTRAS[extra][1])
+
+
+def _assert_refused(backup, target, named: str, pattern: str | None = None) -> None:
+    """Restore refuses ``backup`` naming ``named``, by the API and the CLI; nothing is written."""
+    with pytest.raises(StoreError, match=pattern or named):
         restore_database(backup, target)
     assert not target.exists()
     result = CliRunner().invoke(main, ["restore", str(backup), "--db", str(target)], env={"DIARIST_DB": ""})
-    assert result.exit_code != 0 and EXTRAS[extra][1] in result.output and "Traceback" not in result.output
+    assert result.exit_code != 0 and named in result.output and "Traceback" not in result.output
     assert not target.exists()
 
 
@@ -63,3 +66,45 @@ def test_a_clean_file_restores_and_passes_doctor(tmp_path):
     with Memory(tmp_path / "restored.sqlite", embedder="hash", create=False) as memory:
         report = check(memory)
     assert report.ok, report.lines
+
+
+# -- issue 45: the definitions, not only the names ---------------------------------------------------
+
+#: A table rebuilt under its own name without ``ON DELETE CASCADE``: a deleted session's
+#: messages (or chunks) would stay in the file.
+REBUILT = {
+    "messages": ("CREATE TABLE messages (session_id INTEGER NOT NULL REFERENCES sessions(id), position INTEGER NOT NULL, "
+                 "role TEXT NOT NULL, content TEXT NOT NULL, time TEXT, PRIMARY KEY (session_id, position)) WITHOUT ROWID"),
+    "chunks": None,  # built from the real definition below, its CASCADEs dropped
+}
+
+
+def _rebuilt(tmp_path, table: str):
+    path = tmp_path / "backup.sqlite"
+    with Memory(path, embedder="hash") as memory:
+        memory.add_session([{"role": "user", "content": "the secret plan"}], app="a", session_id="s1")
+    conn = sqlite3.connect(path, isolation_level=None)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    rebuilt = REBUILT[table] or sql.replace(" ON DELETE CASCADE", "")
+    indexes = [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+                                          "AND sql IS NOT NULL", (table,))]
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("BEGIN")
+    conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+    conn.execute(rebuilt)
+    conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table}")
+    conn.execute(f"DROP TABLE old_{table}")
+    for index in indexes:
+        conn.execute(index)
+    conn.execute("COMMIT")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("table", sorted(REBUILT))
+def test_restore_refuses_a_table_rebuilt_without_on_delete_cascade(tmp_path, table):
+    backup = _rebuilt(tmp_path, table)
+    _assert_refused(backup, tmp_path / "restored.sqlite", f"table '{table}'", f"table '{table}'.*definition")
+    with Memory(backup, embedder="hash", create=False) as memory:
+        report = check(memory)
+    assert not report.ok and any(line.startswith("FAIL") and f"table '{table}'" in line for line in report.lines)

@@ -85,15 +85,17 @@ def test_resync_of_500_notes_reads_and_embeds_only_the_3_edited_and_forgets_the_
         (vault / "d7" / "n7.md").unlink()
         embedder.embedded.clear()
         opened: list[str] = []
-        real_hash, real_read = sync_module.file_sha256, sync_module.read_folder_file
-        monkeypatch.setattr(sync_module, "file_sha256", lambda p, *a: opened.append(p.name) or real_hash(p, *a))
-        monkeypatch.setattr(sync_module, "read_folder_file", lambda out, f, file, *a: opened.append(file.name)
-                            or real_read(out, f, file, *a))
+        parsed: list[str] = []
+        real_open, real_read = sync_module.read_bounded, sync_module.read_folder_file
+        monkeypatch.setattr(sync_module, "read_bounded", lambda p, *a: opened.append(p.name) or real_open(p, *a))
+        monkeypatch.setattr(sync_module, "read_folder_file", lambda out, f, file, *a, **k: parsed.append(file.name)
+                            or real_read(out, f, file, *a, **k))
         lines: list[str] = []
         second = mem.sync(vault, app="v", say=lines.append)
 
         assert sorted(second.changed) == edited and second.deleted == ["d7/n7.md"] and second.unchanged == 496
-        assert sorted(opened) == sorted(2 * ["n11.md", "n22.md", "n33.md"]), "unchanged files are not opened"
+        assert sorted(opened) == ["n11.md", "n22.md", "n33.md"], "unchanged files are not opened; a changed one once"
+        assert sorted(parsed) == ["n11.md", "n22.md", "n33.md"]
         assert len(embedder.embedded) == 3 and all("heron" in t for t in embedder.embedded), embedder.embedded
         assert second.items_deleted == ["session d7/n7.md"] and sorted(second.sessions_replaced) == edited
         assert "deleted d7/n7.md (1 memories)" in lines and "changed d1/n11.md (1 sessions)" in lines
@@ -113,7 +115,7 @@ def test_a_touched_file_is_hashed_not_parsed_and_keep_deleted_keeps_memories(tmp
         parsed: list[str] = []
         real_read = sync_module.read_folder_file
         monkeypatch.setattr(sync_module, "read_folder_file",
-                            lambda out, f, file, *a: parsed.append(file.name) or real_read(out, f, file, *a))
+                            lambda out, f, file, *a, **k: parsed.append(file.name) or real_read(out, f, file, *a, **k))
         stamp = time.time() + 100
         os.utime(vault / "d0" / "n0.md", (stamp, stamp))
         touched = mem.sync(vault, app="v")

@@ -616,8 +616,8 @@ class Memory:
             raise InvalidInput(f"relative_cut must be a number from 0 to 1 or None, got {shown(relative_cut)}")
         if min_score is not None and (
             isinstance(min_score, bool) or not isinstance(min_score, (int, float))
-            or (isinstance(min_score, float) and not math.isfinite(min_score))
-        ):
+            or (isinstance(min_score, float) and not math.isfinite(min_score)) or abs(min_score) > 2.0**1023
+        ):  # an int beyond a float's range (10**5000) is not a score either
             raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
         after = [cut_stage(self.cut)] if self.cut is not None and self.settings.group else []
         try:

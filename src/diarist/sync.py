@@ -16,7 +16,21 @@ items it produced), so a later sync
   not deleted with the first file.
 
 A file that cannot be read or parsed is named in ``failed``: its memories stay as they were and
-it is tried again by the next sync. Files left out by the walk, empty files and files in no
+it is tried again by the next sync; so is a folder that cannot be listed (all the files recorded
+under it are kept, never taken as deleted). A file is opened once, checked on the open
+descriptor (``files.open_regular``: a link swapped to outside the folder is refused), and what
+is hashed is what is parsed; a file that vanishes mid-sync is named in ``skipped``.
+
+The record is keyed by (app, folder, path inside it), and each item belongs to one record: a
+file whose item another folder's record holds takes it over when that file or its whole folder
+is gone (a note moved between folders; a folder moved or renamed, whose other records are then
+taken over too, so a note deleted before or after the move is deleted), and is refused (named in
+``failed``) while the other file is still there (``todo.md`` in two folders synced into one app:
+sync them into two apps).
+
+Deletes run before the record drops the files that held them: a sync killed between the two
+leaves those files in the record, so the next sync finds them gone again and finishes the
+deletes (an item already deleted is passed over). Files left out by the walk, empty files and files in no
 known format are named in ``skipped``, as ingest names them. An older export read after a newer
 one leaves the stored, newer conversation (``importers.newer``).
 """
@@ -25,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +50,8 @@ from .importers import IMPORTERS, Imported, folder_suffixes, read_folder_file
 from .importers.folder import REFUSED_FILE, folder_files
 from .importers.newer import keep_stored_newer
 from .importers.overlap import dedupe
-from .importers.reading import CHUNK_BYTES, DEFAULT_MAX_BYTES, check_readable
+from .files import read_bounded
+from .importers.reading import DEFAULT_MAX_BYTES, bytes_text
 from .store.base import Store, SyncedFile
 from .write.validate import check_app, check_fact, check_session, check_unique
 
@@ -118,22 +132,6 @@ def check_folder(path: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def file_sha256(path: Path, root: Path, max_bytes: int) -> str:
-    """SHA-256 of a file's first ``max_bytes`` + 1 bytes (a longer file is refused when read),
-    opened as the importers open it: only a regular file inside ``root``, never blocking."""
-    check_readable(path, root)
-    digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InvalidInput(f"{path}: not a regular file; diarist reads regular files only")
-        left = max_bytes + 1
-        while left > 0 and (chunk := handle.read(min(CHUNK_BYTES, left))):
-            digest.update(chunk)
-            left -= len(chunk)
-    return digest.hexdigest()
-
-
 def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, format: str | None = None,
                 keep_deleted: bool = False, exclude: tuple[str, ...] = (), max_bytes: int = DEFAULT_MAX_BYTES,
                 rehash: bool = False, say: Say | None = None) -> SyncReport:
@@ -149,14 +147,16 @@ def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, forma
     root = str(folder.resolve())
     report = SyncReport(root)
     store = memory.store
-    recorded = {f.path: f for f in store.synced_files(app) if f.root == root}
-    files, report.skipped = folder_files(folder, folder_suffixes(format), exclude)
+    every = store.synced_files(app)
+    recorded = {f.path: f for f in every if f.root == root}
+    unreadable: list[tuple[str, str]] = []
+    files, report.skipped = folder_files(folder, folder_suffixes(format), exclude, unreadable)
     for line in report.skipped:
         say(f"skipped {line}")
+    present = _unseen_kept(recorded, unreadable, report, say)
 
     reads: list[_Read] = []
     touched: list[SyncedFile] = []  # new time, same bytes: the record follows, nothing is read
-    present: set[str] = set()
     for file in files:
         relative = file.relative_to(folder).as_posix()
         present.add(relative)
@@ -166,44 +166,96 @@ def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, forma
             if not rehash and old is not None and (old.size, old.mtime_ns) == (info.st_size, info.st_mtime_ns):
                 report.unchanged += 1
                 continue
-            sha = file_sha256(file, folder, max_bytes)
+            raw = read_bounded(file, max_bytes, folder)  # opened once: what is hashed is what is read
         except (InvalidInput, OSError) as exc:
-            _fail(report, say, relative, exc)
+            _vanished(report, say, relative) if not os.path.lexists(file) else _fail(report, say, relative, exc)
             continue
+        sha = hashlib.sha256(raw).hexdigest()
         if old is not None and old.sha256 == sha:
             touched.append(SyncedFile(root, relative, sha, info.st_size, info.st_mtime_ns, old.items))
             report.unchanged += 1
             continue
-        read = _read_file(folder, file, relative, info, sha, old is None, format, max_bytes, report, say)
+        read = _read_file(folder, file, relative, raw, info, sha, old is None, format, max_bytes, report, say)
         if read is not None:
             reads.append(read)
 
+    others = [f for f in every if f.root != root]
+    reads, taken = _claim(reads, others, app, report, say)
     gone = [old for relative, old in recorded.items() if relative not in present]
+    gone += [old for old in taken if old.path not in present and not os.path.isdir(old.root)]  # deleted before the move
     _store(memory, app, reads, report, say)
     records = [SyncedFile(root, r.path, r.sha256, r.info.st_size, r.info.st_mtime_ns, tuple(r.items)) for r in reads]
-    store.record_synced_files(app, records + touched, drop=[(root, old.path) for old in gone])
-    # Items a changed or deleted file no longer holds, unless a recorded file still holds them.
-    claimed = {item for f in store.synced_files(app) for item in f.items}
-    stale = [(r.path, item) for r in reads if not r.new for item in recorded[r.path].items if item not in r.items]
+    # Deleted before the record drops the files (a kill in between: the next sync finds them gone
+    # again and deletes the rest), keeping what any file still recorded after this sync holds.
+    staying = {(f.root, f.path): f.items for f in every}
+    staying.update({(root, f.path): f.items for f in records + touched})
+    for old in gone + taken:
+        staying.pop((old.root, old.path), None)
+    claimed = {item for items in staying.values() for item in items}
+    stale = [item for r in reads if not r.new for item in recorded[r.path].items if item not in r.items]
     for old in gone:
         if keep_deleted:
             report.kept_deleted.append(old.path)
             say(f"deleted {old.path} (its {len(old.items)} memories kept: --keep-deleted)")
             continue
         report.deleted.append(old.path)
-        stale += [(old.path, item) for item in old.items]
+        stale += old.items
         say(f"deleted {old.path} ({len(old.items)} memories)")
-    for _, (kind, item_id) in stale:
+    for kind, item_id in stale:
         if (kind, item_id) in claimed:
             continue
         claimed.add((kind, item_id))  # once, if two files held it
         try:
             memory.delete(item_id, app=app, kind=kind)
         except NotFound:
-            continue  # deleted by hand meanwhile
+            continue  # deleted by hand meanwhile, or by a sync killed before its record
         report.items_deleted.append(f"{kind} {item_id}")
+    dropped = {(old.root, old.path) for old in gone + taken}
+    store.record_synced_files(app, records + touched, drop=sorted(dropped))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _unseen_kept(recorded: dict[str, SyncedFile], unreadable: list[tuple[str, str]], report: SyncReport,
+                 say: Say) -> set[str]:
+    """The recorded files inside folders the walk could not list: failed, and kept (as present)."""
+    kept: set[str] = set()
+    for where, why in unreadable:
+        inside = [p for p in recorded if not where or p.startswith(where + "/")]
+        kept.update(inside)
+        line = f"{where or '.'}/: {why}; the memories of its {len(inside)} recorded files are left as they were"
+        report.failed.append(line)
+        say(f"failed {line} (tried again next sync)")
+    return kept
+
+
+def _claim(reads: list[_Read], others: list[SyncedFile], app: str, report: SyncReport,
+           say: Say) -> tuple[list[_Read], list[SyncedFile]]:
+    """Each item belongs to one record. A file whose item another folder's record holds takes it
+    over when that file is gone (a note moved between folders) or its folder is (a folder moved or
+    renamed: then every file recorded there is taken over, so its deleted notes are deleted); it is
+    refused while the other file is still there (two folders with ``todo.md`` in one app).
+    Returns (the reads to store, the other folders' records taken over)."""
+    holder = {item: f for f in others for item in f.items}
+    kept: list[_Read] = []
+    taken: dict[tuple[str, str], SyncedFile] = {}
+    for read in reads:
+        held = [(item, holder[item]) for item in read.items if item in holder]
+        live = [(item, f) for item, f in held if os.path.lexists(os.path.join(f.root, f.path))]
+        if live:
+            (kind, item_id), other = live[0]
+            _fail(report, say, read.path, InvalidInput(
+                f"{read.path}: its {kind} id {item_id!r} is synced from {os.path.join(other.root, other.path)} in app "
+                f"{app!r} already; sync one of the two folders into another app (--app)"))
+            continue
+        kept.append(read)
+        for _, f in held:
+            moved = not os.path.isdir(f.root)
+            for each in (g for g in others if g.root == f.root and (moved or g.path == f.path)):
+                if (each.root, each.path) not in taken:
+                    say(f"took over {os.path.join(each.root, each.path)}'s record ({'its folder' if moved else 'it'} is gone)")
+                taken[(each.root, each.path)] = each
+    return kept, list(taken.values())
 
 
 def _fail(report: SyncReport, say: Say, relative: str, exc: Exception) -> None:
@@ -212,12 +264,20 @@ def _fail(report: SyncReport, say: Say, relative: str, exc: Exception) -> None:
     say(f"failed {why} (its memories are left as they were; tried again next sync)")
 
 
-def _read_file(folder: Path, file: Path, relative: str, info: os.stat_result, sha: str, new: bool,
+def _vanished(report: SyncReport, say: Say, relative: str) -> None:
+    line = f"{relative}: vanished during the sync (what it held is left as it was until the next sync)"
+    report.skipped.append(line)
+    say(f"skipped {line}")
+
+
+def _read_file(folder: Path, file: Path, relative: str, raw: bytes, info: os.stat_result, sha: str, new: bool,
                format: str | None, max_bytes: int, report: SyncReport, say: Say) -> _Read | None:
-    """A changed file read and checked, or None when it failed (named in ``report.failed``)."""
+    """A changed file read (from its bytes ``raw``) and checked, or None when it failed (named
+    in ``report.failed``) or vanished meanwhile (named in ``report.skipped``)."""
     imported = Imported("")
     try:
-        read_folder_file(imported, folder, file, format, None, max_bytes)
+        text = bytes_text(raw, str(file), max_bytes)
+        read_folder_file(imported, folder, file, format, None, max_bytes, text=text)
         if imported.skipped and REFUSED_FILE.search(imported.skipped[0]):
             raise InvalidInput(imported.skipped[0])  # a device, a link out, over the bound: not recorded
         ids = [check_session(s, where)[0] for s, where in zip(imported.sessions, imported.where)]
@@ -225,6 +285,12 @@ def _read_file(folder: Path, file: Path, relative: str, info: os.stat_result, sh
         fact_ids = [check_fact(f, f"{file} fact {n}")[0] for n, f in enumerate(imported.facts, 1)]
         check_unique(fact_ids, f"{file}: fact id")
     except InvalidInput as exc:
+        _fail(report, say, relative, exc)
+        return None
+    except FileNotFoundError:  # an importer looked at the file again (a note's time)
+        _vanished(report, say, relative)
+        return None
+    except OSError as exc:
         _fail(report, say, relative, exc)
         return None
     for line in imported.skipped:

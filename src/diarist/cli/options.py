@@ -18,7 +18,15 @@ from ..errors import DiaristError
 DB_HELP = ("Database file or postgresql:// URL (default: $DIARIST_DB, else "
            "~/.local/share/diarist/memory.sqlite).")
 
-db_option = click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--db "" (an unset variable in a script) is refused: it never means the default database."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("an empty path; leave --db out to use the default database "
+                                 "($DIARIST_DB, else ~/.local/share/diarist/memory.sqlite)")
+    return value
+
+
+db_option = click.option("--db", type=click.Path(dir_okay=False), callback=_not_empty, help=DB_HELP)
 app_option = click.option("--app", default=settings.DEFAULT_APP, show_default=True, help="App (isolation unit) to use.")
 embedder_option = click.option(
     "--embedder", default=None,

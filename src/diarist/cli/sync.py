@@ -53,7 +53,13 @@ def sync(path: str, db: str | None, app: str, embedder: str | None, plan: str | 
     memories (those it no longer holds are deleted); a deleted file's memories are deleted, as
     `diarist delete` deletes (or kept with --keep-deleted). An older export read after a newer one
     leaves the newer stored conversation ("kept newer"). One line per change on standard error,
-    then the counts. A file that cannot be read is named and tried again next time (exit status 1).
+    then the counts. A file, or a folder, that cannot be read is named, keeps its memories and is
+    tried again next time (exit status 1); a file that vanishes mid-sync is named as skipped.
+
+    One note, one folder: a file whose session another synced folder's file holds in this app is
+    refused while that file is there (sync the two folders into two apps), and taken over when it
+    is gone (a note moved between folders; a folder moved or renamed: its records follow it). A
+    sync killed part-way is finished by the next one.
     """
     from ..sync import check_folder
     from ..write.validate import check_app

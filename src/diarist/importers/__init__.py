@@ -155,11 +155,11 @@ def _read_folder(folder: Path, format: str | None, limit: int | None, max_bytes:
 
 
 def read_folder_file(out: Imported, folder: Path, file: Path, format: str | None, limit: int | None,
-                     max_bytes: int) -> str | None:
+                     max_bytes: int, text: str | None = None) -> str | None:
     """Read one file of an imported folder into ``out``; the name of the format it was read
     as, or None when it was skipped (named in ``out.skipped``). ``diarist sync`` reads the
-    files that changed with it."""
-    source = Source(file, root=folder, max_bytes=max_bytes)
+    files that changed with it, giving the ``text`` it read (the file is not opened again)."""
+    source = Source(file, root=folder, max_bytes=max_bytes, text=text)
     try:
         blank = source.is_blank()
     except InvalidInput as exc:

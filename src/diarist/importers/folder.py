@@ -17,12 +17,18 @@ import os
 import re
 from pathlib import Path
 
+from ..errors import InvalidInput
+from ..files import read_bounded
+
 #: Why a file of a folder was refused before reading its text (reading.py's messages): such a
 #: file is skipped and named, where an error in a file's content stops the import.
 REFUSED_FILE = re.compile(r"not a file; diarist reads|not a regular file|outside the folder imported|"
-                          r"bytes, the bound of one file|a link to a file that does not exist|cannot read the file")
+                          r"bytes, the bound of one file|a link to a file that does not exist|cannot read the file|"
+                          r"binary data, not text")
 
 DEFAULT_TEMPLATES = "Templates"
+#: An Obsidian settings file read for the templates folder is at most this long.
+SETTINGS_BYTES = 1024 * 1024
 
 
 def templates_folder(folder: Path) -> str | None:
@@ -31,9 +37,9 @@ def templates_folder(folder: Path) -> str | None:
     config = folder / ".obsidian"
     for file, key in ((config / "templates.json", "folder"),
                       (config / "plugins" / "templater-obsidian" / "data.json", "templates_folder")):
-        try:
-            value = json.loads(file.read_text(encoding="utf-8")).get(key)
-        except (OSError, ValueError, AttributeError):
+        try:  # bounded, never blocking: a link to /dev/zero or a FIFO there is no setting
+            value = json.loads(read_bounded(file, SETTINGS_BYTES, folder).decode("utf-8")).get(key)
+        except (InvalidInput, OSError, ValueError, AttributeError):
             continue
         if isinstance(value, str) and value.strip("/ "):
             return value.strip("/ ")
@@ -59,12 +65,25 @@ def suffix_of(name: str) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def folder_files(folder: Path, suffixes: tuple[str, ...], exclude: tuple[str, ...] = ()) -> tuple[list[Path], list[str]]:
-    """(the files to read, in order; every other entry as ``PATH: why not read``)."""
+def folder_files(folder: Path, suffixes: tuple[str, ...], exclude: tuple[str, ...] = (),
+                 unreadable: list[tuple[str, str]] | None = None) -> tuple[list[Path], list[str]]:
+    """(the files to read, in order; every other entry as ``PATH: why not read``). A folder that
+    cannot be listed is named among them, or, given ``unreadable``, put there as (its path inside
+    ``folder``, why) instead: ``diarist sync`` keeps the memories of what it cannot see."""
     templates = templates_folder(folder)
     found: list[Path] = []
     skipped: list[tuple[tuple[str, ...], str]] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+
+    def cannot_list(exc: OSError) -> None:
+        path = Path(exc.filename or folder)
+        why = f"cannot read the folder ({exc.strerror or exc})"
+        parts = path.relative_to(folder).parts if path != folder else ()
+        if unreadable is not None:
+            unreadable.append(("/".join(parts), why))
+        else:
+            skipped.append((parts, f"{path}: {why}, not entered"))
+
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=cannot_list):
         here = Path(dirpath)
         kept = []
         for name in sorted(dirnames):

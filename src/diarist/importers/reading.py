@@ -14,94 +14,75 @@ file is never held twice over as text and as its records' list.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
-import stat
 import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import InvalidInput
+from ..files import open_regular, too_big
 
 #: Bytes read from one file (after gunzipping) or from standard input, unless --max-bytes says
 #: otherwise. Peak memory of an ingest is about three times the largest file read
 #: (RELIABILITY.md measures it); raise it for a bigger export.
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
-_SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
-            (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
 _WHITESPACE = " \t\r\n"
 
 
-def kind_of(mode: int) -> str:
-    """What a file that is not regular is, in words."""
-    return next((what for test, what in _SPECIAL if test(mode)), "not a regular file")
-
-
 def check_readable(path: Path, root: Path | None = None) -> None:
-    """InvalidInput unless ``path`` is (or links to) a regular file, inside ``root`` when given."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise InvalidInput(f"{path}: a link to a file that does not exist") from None
-        raise InvalidInput(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidInput(f"{path}: {kind_of(info.st_mode)}, not a file; diarist reads regular files only")
-    if root is not None and not _inside(path, root):
-        raise InvalidInput(f"{path}: a link to {os.path.realpath(path)}, outside the folder imported; not read")
+    """InvalidInput unless ``path`` is (or links to) a regular file, inside ``root`` when given
+    (``files.open_regular`` checks it again on the file it opens)."""
+    os.close(open_regular(path, root))
 
 
-def _inside(path: Path, root: Path) -> bool:
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+def _raw_chunks(path: Path, max_bytes: int, root: Path | None = None) -> Iterator[bytes]:
+    """The file's bytes, gunzipped when it ends in .gz, at most ``max_bytes`` of them; opened once
+    (``files.open_regular``: a FIFO swapped in never blocks, a link swapped out is refused)."""
+    with os.fdopen(open_regular(path, root), "rb") as handle:
+        yield from _bounded(handle, str(path), max_bytes)
 
 
-def _too_big(name: str, max_bytes: int, gz: bool) -> InvalidInput:
-    what = "decompresses to" if gz else "holds"
-    return InvalidInput(f"{name}: {what} more than {max_bytes:,} bytes, the bound of one file; "
-                        "raise it with --max-bytes if the file is meant")
-
-
-def _raw_chunks(path: Path, max_bytes: int) -> Iterator[bytes]:
-    """The file's bytes, gunzipped when it ends in .gz, at most ``max_bytes`` of them."""
+def _bounded(handle: BinaryIO, name: str, max_bytes: int) -> Iterator[bytes]:
     import gzip
 
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in never blocks
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InvalidInput(f"{path}: not a regular file; diarist reads regular files only")
-        gz = path.name.lower().endswith(".gz")
-        stream = gzip.GzipFile(fileobj=handle) if gz else handle
-        total = 0
-        while True:
-            try:
-                chunk = stream.read(min(CHUNK_BYTES, max_bytes + 1 - total))
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InvalidInput(f"{path}: not a valid gzip file ({exc})") from None
-            if not chunk:
-                return
-            total += len(chunk)
-            if total > max_bytes:
-                raise _too_big(str(path), max_bytes, gz)
-            yield chunk
+    gz = name.lower().endswith(".gz")
+    stream = gzip.GzipFile(fileobj=handle) if gz else handle
+    total = 0
+    while True:
+        try:
+            chunk = stream.read(min(CHUNK_BYTES, max_bytes + 1 - total))
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InvalidInput(f"{name}: not a valid gzip file ({exc})") from None
+        if not chunk:
+            return
+        total += len(chunk)
+        if total > max_bytes:
+            raise too_big(name, max_bytes, gz)
+        yield chunk
+
+
+def bytes_text(raw: bytes, name: str, max_bytes: int) -> str:
+    """The text of a file's bytes already read (gunzipped when ``name`` ends in .gz), bounded and
+    checked as ``file_chunks`` reads a file."""
+    return "".join(text_chunks(_bounded(io.BytesIO(raw), name, max_bytes), name))
 
 
 def stdin_bytes(max_bytes: int) -> bytes:
     """Standard input, at most ``max_bytes`` (InvalidInput past it)."""
     data = sys.stdin.buffer.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise _too_big("<stdin>", max_bytes, False)
+        raise too_big("<stdin>", max_bytes)
     return data
 
 
 def text_chunks(raw: Iterator[bytes], name: str) -> Iterator[str]:
-    """Decoded UTF-8 text of a byte stream, a leading byte-order mark dropped; an invalid byte is
-    named by its line and offset."""
+    """Decoded UTF-8 text of a byte stream, a leading byte-order mark dropped; an invalid byte, or
+    a NUL (binary data), is named by its line and offset."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = lines = 0
     first = True
@@ -111,6 +92,10 @@ def text_chunks(raw: Iterator[bytes], name: str) -> Iterator[str]:
         except UnicodeDecodeError as exc:
             line = lines + chunk.count(b"\n", 0, max(exc.start, 0)) + 1
             raise InvalidInput(f"{name} line {line}: invalid UTF-8 at byte {offset + max(exc.start, 0)}") from None
+        nul = chunk.find(0)
+        if nul >= 0:  # no text format holds one raw (JSON escapes it): a binary file, whatever its name
+            line = lines + chunk.count(b"\n", 0, nul) + 1
+            raise InvalidInput(f"{name} line {line}: a NUL byte at byte {offset + nul}: binary data, not text; not read")
         offset += len(chunk)
         lines += chunk.count(b"\n")
         if first and text:
@@ -127,8 +112,8 @@ def text_chunks(raw: Iterator[bytes], name: str) -> Iterator[str]:
 
 def file_chunks(path: Path, max_bytes: int, root: Path | None = None) -> Iterator[str]:
     """The text of a file, checked (``check_readable``) and bounded, in chunks."""
-    check_readable(path, root)
-    return text_chunks(_raw_chunks(path, max_bytes), str(path))
+    check_readable(path, root)  # now, not at the first chunk: errors before any text
+    return text_chunks(_raw_chunks(path, max_bytes, root), str(path))
 
 
 # -- JSON records, one at a time ------------------------------------------------------------------

@@ -15,7 +15,8 @@ from fastapi import FastAPI
 from ..memory import Memory
 from .docs import add_offline_docs
 from .handlers import TranslatingRoute, add_exception_handlers
-from .middleware import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_SECONDS, BodyLimit, BodyTimeout, timeout_from_env
+from .middleware import (DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_SECONDS, BodyLimit, BodyTimeout, EncodedPath,
+                         timeout_from_env)
 from .routes import add_routes
 from .routes.health import HEALTH_MAX_APPS
 from .routes.ui import mount_inspector
@@ -49,6 +50,8 @@ def create_app(
     mount_inspector(api, memory)
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     api.add_middleware(BodyTimeout, seconds=timeout_seconds)
+    api.add_middleware(EncodedPath)  # ids with "/", sent as %2F, reach their routes
+    api.router.redirect_slashes = False  # ".../sessions/abc/" is not the session "abc"
     add_exception_handlers(api, memory)
     api.router.route_class = TranslatingRoute  # a backend's own errors, as its store translates them
     add_routes(api, memory, health_max_apps=health_max_apps)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import secrets
 
 import click
 
@@ -66,17 +67,15 @@ def serve(db: str | None, embedder: str | None, host: str, port: int, workers: i
         os.environ["DIARIST_EMBEDDER"] = spec
     os.environ["DIARIST_MAX_BODY_BYTES"] = str(max_body_bytes)
     os.environ["DIARIST_TIMEOUT_SECONDS"] = str(timeout_seconds)
+    # The inspector's session secret: one for all workers, never in the database (ui.session).
+    os.environ.setdefault("DIARIST_UI_SECRET", secrets.token_urlsafe(32))
     click.echo(f"diarist: serving {location} on http://{host}:{port} (docs: /docs)", err=True)
     # The protocol (by name, so that worker processes import it) times each request's headers;
     # the app times its body; uvicorn closes idle keep-alive connections.
+    from .protocol import uvicorn_options
+
     uvicorn.run("diarist.server.app:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level=log_level, http="diarist.server.protocol:RequestTimeoutProtocol",
-                timeout_keep_alive=_keep_alive(timeout_seconds))
-
-
-def _keep_alive(timeout_seconds: float) -> int:
-    """uvicorn's idle keep-alive timeout (whole seconds, default 5), never longer than the request timeout."""
-    return 5 if not timeout_seconds else max(1, min(5, int(timeout_seconds)))
+                workers=workers, log_level=log_level, **uvicorn_options(timeout_seconds))
 
 
 @click.command()
@@ -118,9 +117,10 @@ def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: st
     from .middleware import timeout_from_env
 
     seconds = timeout_from_env()
+    from .protocol import uvicorn_options
+
     uvicorn.run(http_app(memory, app, require_key=not no_auth, host=host, timeout_seconds=seconds), host=host,
-                port=port, log_level="warning", http="diarist.server.protocol:RequestTimeoutProtocol",
-                timeout_keep_alive=_keep_alive(seconds))
+                port=port, log_level="warning", **uvicorn_options(seconds))
 
 
 @click.group()

@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+from starlette.types import Scope
 
 from ..errors import DiaristError
 from ..memory import Memory
@@ -47,6 +49,15 @@ class TranslatingRoute(APIRoute):
     """A route whose backend errors reach the handlers as ``BackendFailure``: the store of the
     app's memory (``app.state.memory``, set by ``create_app``) says what its own exceptions mean,
     so the server names no backend (a psycopg error was a 500 when it caught sqlite3's only)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """Matched on the encoded path (``middleware.EncodedPath``): the parameters decoded."""
+        from .middleware import decoded_params
+
+        match, child = super().matches(scope)
+        if match != Match.NONE and "path_params" in child:
+            child = {**child, "path_params": decoded_params(child["path_params"])}
+        return match, child
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

@@ -1,9 +1,12 @@
 """ASGI middleware on every request's body: a size bound (``BodyLimit``, 413) and a deadline
-(``BodyTimeout``, 408). Each answers before the app responds, or stops the body stream."""
+(``BodyTimeout``, 408). Each answers before the app responds, or stops the body stream. And the
+path routes match: as sent, percent-encoded (``EncodedPath``), so ids may hold ``/``."""
 
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import unquote
 
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
@@ -135,3 +138,39 @@ class BodyTimeout:
 
         await _run_guarding_body(self.app, scope, receive, send, timed_receive, _BodyTimedOut,
                                  error(408, "timeout", message, {"Connection": "close"}))
+
+
+# -- ids with "/" ------------------------------------------------------------------------------------
+
+
+class Wrapper:
+    """An ASGI app around another, whose routes it lists (a Mount reads them)."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]):
+        self.app = app
+
+    @property
+    def routes(self) -> list[Any]:
+        return getattr(self.app, "routes", [])
+
+
+class EncodedPath(Wrapper):
+    """Routes match the path as the client sent it, percent-encoded, so an id's ``/`` sent as
+    ``%2F`` stays inside the id (``/v1/apps/a/sessions/d1%2Fn1.md`` is the session ``d1/n1.md``)
+    and an id ending in ``%2Fdelete`` is not the delete page of another; the routes decode their
+    path parameters (``decoded_params``). Without ``raw_path`` (a server that gives none) the
+    path is left as it is."""
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        raw = scope.get("raw_path") if scope["type"] in ("http", "websocket") else None
+        if raw:
+            path = raw.decode("latin-1").split("?", 1)[0]
+            root = scope.get("root_path", "")
+            if path.startswith(root) or not root:
+                scope = {**scope, "path": path}
+        await self.app(scope, receive, send)
+
+
+def decoded_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Path parameters matched on the encoded path (``EncodedPath``), decoded as UTF-8."""
+    return {name: unquote(value) if isinstance(value, str) else value for name, value in params.items()}

@@ -11,6 +11,17 @@ from .middleware import timeout_from_env
 
 log = logging.getLogger("diarist.server")
 
+#: What uvicorn is given to load the protocol by name (worker processes import it).
+PROTOCOL = "diarist.server.protocol:RequestTimeoutProtocol"
+
+
+def uvicorn_options(timeout_seconds: float) -> dict[str, Any]:
+    """uvicorn's settings for every diarist server (``serve``, ``mcp --transport http``, ``ui``):
+    this protocol (headers timed, ambiguous framing refused) and an idle keep-alive timeout
+    (whole seconds, default 5) never longer than the request timeout."""
+    keep_alive = 5 if not timeout_seconds else max(1, min(5, int(timeout_seconds)))
+    return {"http": PROTOCOL, "timeout_keep_alive": keep_alive}
+
 try:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 except ImportError:  # pragma: no cover - served by another ASGI server: BodyTimeout still applies

@@ -28,8 +28,9 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidInput, KeyForbidden, KeyRefused, NotFound, UnknownApp, DiaristError
 from ..memory import Memory
+from ..server.middleware import EncodedPath, Wrapper, decoded_params
 from . import browse, curate, explain
-from .session import COOKIE, Session, Signer, new_session, store_secret
+from .session import COOKIE, Session, Signer, new_session
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -83,12 +84,12 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | None = None) -> Starlette:
+def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | None = None) -> EncodedPath:
     """The inspector over ``memory``. ``keyed``: ask for an API key and show only its app
     (``diarist serve``); otherwise every app, and only to requests addressed to a loopback
     host (``diarist ui``: a web page elsewhere cannot reach it through DNS rebinding).
     ``allowed_hosts``: the Host names accepted in local mode (default: loopback names)."""
-    signer = Signer(lambda: store_secret(memory.store))
+    signer = Signer(memory.store)
     hosts = allowed_hosts or LOOPBACK_HOSTS
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["q"] = _q
@@ -131,6 +132,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     def endpoint(handler: Callable[[Ctx], Response], *, post: bool = False, login: bool = True
                  ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
+            request.scope["path_params"] = decoded_params(request.path_params)  # matched encoded: ids may hold "/"
             session = signer.load(request.cookies.get(COOKIE))
             fresh = session is None
             ctx = Ctx(request, session or new_session(), None)
@@ -179,6 +181,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         return redirect(ctx, f"/apps/{_q(app)}")
 
     def logout(ctx: Ctx) -> Response:
+        signer.revoke(ctx.session)  # the cookie, wherever it was copied, opens nothing now
         ctx.extra_cookie = new_session()
         return redirect(ctx, "/login" if keyed else "/")
 
@@ -352,7 +355,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         done = curate.apply(memory, app, ctx.field("action"), keep, other)
         return redirect(ctx, f"/apps/{_q(app)}/curate", done=done)
 
-    item = "/apps/{app}/items/{kind}/{item_id:path}"
+    item = "/apps/{app}/items/{kind}/{item_id}"  # matched percent-encoded (EncodedPath): "/" is %2F in an id
     routes = [
         Route("/", endpoint(index), methods=["GET"]),
         Route("/login", endpoint(login_page, login=False), methods=["GET"]),
@@ -367,7 +370,6 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         Route("/apps/{app}/delete", endpoint(delete_app, post=True), methods=["POST"]),
         Route("/apps/{app}/import", endpoint(import_file, post=True), methods=["POST"]),
         Route("/apps/{app}/export.jsonl", endpoint(export_file), methods=["GET"]),
-        # the item's actions before the item itself: its id may contain "/"
         Route(item + "/text", endpoint(edit_text, post=True), methods=["POST"]),
         Route(item + "/metadata", endpoint(set_metadata, post=True), methods=["POST"]),
         Route(item + "/metadata/remove", endpoint(remove_metadata, post=True), methods=["POST"]),
@@ -376,7 +378,29 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         Route(item, endpoint(item_page), methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes)
+    pages = Starlette(routes=routes)
+    pages.router.redirect_slashes = False  # ".../items/fact/x/" is not the item "x"
+    return EncodedPath(SecurityHeaders(pages))
+
+
+class SecurityHeaders(Wrapper):
+    """``SECURITY_HEADERS`` on every answer of the inspector: its pages, its static files, and the
+    router's own 404 and 405."""
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                given = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                         if k.lower().encode() not in given]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def _item_path(app: str, kind: str, item_id: str) -> str:
@@ -428,7 +452,10 @@ def _ingest(memory: Memory, app: str, upload: UploadFile) -> dict[str, int]:
             upload.file.seek(0)
             while block := upload.file.read(1 << 20):
                 out.write(block)
-        imported = read_all(path)
+        try:
+            imported = read_all(path)
+        except InvalidInput as exc:  # named by the file's own name, never the server's temporary folder
+            raise InvalidInput(str(exc).replace(str(path), name).replace(folder, "")) from None
     check_unique((check_session(s, where)[0] for s, where in zip(imported.sessions, imported.where)), f"{name}: session id")
     check_unique((check_fact(f, f"{name} fact {n}")[0] for n, f in enumerate(imported.facts, 1)), f"{name}: fact id")
     report = IngestReport([], [], [], 0)
@@ -439,14 +466,14 @@ def _ingest(memory: Memory, app: str, upload: UploadFile) -> dict[str, int]:
             "facts": len(facts.added) if facts else 0}
 
 
-def local_app(memory: Memory, *, allowed_hosts: tuple[str, ...] | None = None) -> Starlette:
+def local_app(memory: Memory, *, allowed_hosts: tuple[str, ...] | None = None) -> SecurityHeaders:
     """``diarist ui``: the inspector at /ui (every app, loopback only), / sending there."""
 
     async def home(request: Request) -> Response:
         return RedirectResponse(PREFIX + "/", 307)
 
     ui = create_ui(memory, keyed=False, allowed_hosts=allowed_hosts)
-    return Starlette(routes=[Route("/", home), Mount(PREFIX, app=ui)])
+    return SecurityHeaders(Starlette(routes=[Route("/", home), Mount(PREFIX, app=ui)]))
 
 
 __all__ = ["CSP", "PREFIX", "create_ui", "local_app"]

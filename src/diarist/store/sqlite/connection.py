@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -91,24 +93,55 @@ WAL_BYTES = 2 * 1024 * 1024
 _SCHEMA_OBJECTS = "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
 
 
+def _definition(conn: sqlite3.Connection, kind: str, name: str) -> tuple[Any, ...]:
+    """What a schema object does, independent of how its SQL was spelled: a table's columns
+    (name, type, NOT NULL, default, key), its foreign keys with their ON DELETE/UPDATE actions and
+    whether it has a rowid; another object's SQL, comments dropped, spaces collapsed, lower case."""
+    if kind == "table":
+        quoted = name.replace('"', '""')
+        columns = tuple(tuple(row) for row in conn.execute(f'PRAGMA table_info("{quoted}")'))
+        foreign = tuple(sorted(tuple(row) for row in conn.execute(f'PRAGMA foreign_key_list("{quoted}")')))
+        return columns, foreign, _normalised(_sql(conn, name)).endswith("without rowid")
+    return (_normalised(_sql(conn, name)),)
+
+
+def _sql(conn: sqlite3.Connection, name: str) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    return (row[0] if row else None) or ""
+
+
+def _normalised(sql: str) -> str:
+    return " ".join(re.sub(r"--[^\n]*", " ", sql).replace("(", " ( ").replace(")", " ) ").replace(",", " , ").split()).lower()
+
+
 @functools.lru_cache(maxsize=1)
-def known_schema_objects() -> frozenset[tuple[str, str]]:
-    """(type, name) of every table, index, trigger and view diarist's migrations create."""
+def known_schema_objects() -> dict[tuple[str, str], tuple[Any, ...]]:
+    """(type, name) of every table, index, trigger and view diarist's migrations create, with its
+    definition (``_definition``)."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         migrate(conn)
-        return frozenset(conn.execute(_SCHEMA_OBJECTS))
+        return {(kind, name): _definition(conn, kind, name) for kind, name in conn.execute(_SCHEMA_OBJECTS).fetchall()}
     finally:
         conn.close()
 
 
 def unknown_schema_objects(conn: sqlite3.Connection) -> list[str]:
-    """Schema objects of a file that diarist did not make ("trigger 'keep_text'", ...): a trigger
-    ``AFTER DELETE ON messages`` copying the text elsewhere would keep every deleted message, so
-    restore refuses them and ``diarist doctor`` reports them. SQLite's own (``sqlite_*``) pass."""
+    """Schema objects of a file that diarist did not make ("trigger 'keep_text'", ...), or made
+    and someone redefined under the same name ("table 'messages' (its definition differs ...)"): a
+    trigger ``AFTER DELETE ON messages`` copying the text elsewhere, or ``messages`` rebuilt
+    without ``ON DELETE CASCADE``, would keep every deleted message, so restore refuses them and
+    ``diarist doctor`` reports them. SQLite's own (``sqlite_*``) pass."""
     rows = conn.execute(_SCHEMA_OBJECTS).fetchall()
     known = known_schema_objects()
-    return [f"{kind} {name!r}" for kind, name in sorted(rows) if (kind, name) not in known]
+    found = []
+    for kind, name in sorted(rows):
+        if (kind, name) not in known:
+            found.append(f"{kind} {name!r}")
+        elif _definition(conn, kind, name) != known[(kind, name)]:
+            found.append(f"{kind} {name!r} (its definition differs from diarist's: columns, foreign keys or "
+                         "their ON DELETE actions)")
+    return found
 
 
 def check_sidecars(file: Path) -> None:
