@@ -4,6 +4,7 @@
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
+from urllib.parse import unquote
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -45,6 +46,11 @@ class BackendFailure(Exception):
         self.original, self.translated = original, translated
 
 
+def decoded_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Path parameters matched on the encoded path (``middleware.EncodedPath``), decoded as UTF-8."""
+    return {name: unquote(value) if isinstance(value, str) else value for name, value in params.items()}
+
+
 class TranslatingRoute(APIRoute):
     """A route whose backend errors reach the handlers as ``BackendFailure``: the store of the
     app's memory (``app.state.memory``, set by ``create_app``) says what its own exceptions mean,
@@ -52,8 +58,6 @@ class TranslatingRoute(APIRoute):
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         """Matched on the encoded path (``middleware.EncodedPath``): the parameters decoded."""
-        from .middleware import decoded_params
-
         match, child = super().matches(scope)
         if match != Match.NONE and "path_params" in child:
             child = {**child, "path_params": decoded_params(child["path_params"])}

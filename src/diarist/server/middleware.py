@@ -6,7 +6,6 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import unquote
 
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
@@ -171,6 +170,3 @@ class EncodedPath(Wrapper):
         await self.app(scope, receive, send)
 
 
-def decoded_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Path parameters matched on the encoded path (``EncodedPath``), decoded as UTF-8."""
-    return {name: unquote(value) if isinstance(value, str) else value for name, value in params.items()}

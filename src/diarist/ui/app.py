@@ -28,7 +28,8 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidInput, KeyForbidden, KeyRefused, NotFound, UnknownApp, DiaristError
 from ..memory import Memory
-from ..server.middleware import EncodedPath, Wrapper, decoded_params
+from ..server.handlers import decoded_params
+from ..server.middleware import EncodedPath, Wrapper
 from . import browse, curate, explain
 from .session import COOKIE, Session, Signer, new_session
 
