@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import click
+from click.testing import CliRunner
 import pytest
 
 HEAVY = ("numpy", "onnxruntime", "diarist.memory", "diarist.store", "diarist.embed")
@@ -48,7 +49,7 @@ def test_version_prints_the_package_version():
     from diarist import __version__
     from diarist.cli import main
 
-    result = click.testing.CliRunner().invoke(main, ["--version"])
+    result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"diarist, version {__version__}"
 
 
@@ -65,7 +66,7 @@ def test_the_help_summaries_are_the_commands_own():
 def test_every_command_runs_its_help():
     from diarist.cli import COMMANDS, main
 
-    runner = click.testing.CliRunner()
+    runner = CliRunner()
     for name in COMMANDS:
         result = runner.invoke(main, [name, "--help"])
         assert result.exit_code == 0, (name, result.output)
