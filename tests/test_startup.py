@@ -31,7 +31,7 @@ def test_import_diarist_loads_nothing_heavy():
     assert _loaded_after("import diarist") == []
 
 
-@pytest.mark.parametrize("args", [("--version",), ("--help",)])
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("hooks", "--help")])
 def test_version_and_help_load_nothing_heavy(args):
     assert _loaded_after(_cli(*args)) == []
 

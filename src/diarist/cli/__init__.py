@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("diarist.cli.items",
                "Write everything an app holds, verbatim: JSONL to re-import, or Markdown to read."),
     "history": ("diarist.cli.items", "Show the previous versions of an item that updates kept, oldest first."),
+    "hook": ("diarist.cli.hooks", "Run one agent hook: read the agent's JSON event on standard input, answer as "
+             "its hook protocol says (what `hooks install` puts in an agent's settings)."),
+    "hooks": ("diarist.cli.hooks",
+              "Install or remove recall on every prompt in a coding agent (Claude Code, Codex CLI, Gemini CLI)."),
     "ingest": ("diarist.cli.commands", "Read conversations and notes from PATH (a file, - for standard input, or a "
                "folder) into memory."),
     "keys": ("diarist.server.cli", "Create, list and revoke per-app API keys (only their hashes are stored)."),
