@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("diarist.server.cli", "Create, list and revoke per-app API keys (only their hashes are stored)."),
     "list": ("diarist.cli.items", "List the ids and dates of stored sessions or facts, newest first "
              "(--oldest-first: in the order stored)."),
-    "mcp": ("diarist.server.cli", "Run the MCP server (tools remember, recall, context, memories, show, "
+    "mcp": ("diarist.server.cli", "Run the MCP server (tools remember, correct, recall, context, memories, show, "
             "forget) for one app."),
     "migrate": ("diarist.cli.migrate", "Copy everything SRC holds into DST: apps, sessions, facts, chunks with their "
                 "vectors (as stored: nothing is re-embedded), the versions `update` kept, API keys, the recorded "
