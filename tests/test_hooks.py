@@ -226,3 +226,12 @@ def test_dry_run_prints_the_diff_and_writes_nothing(home):
     assert re.search(r'\n\+ +"command": ".* -m diarist\.agents\.hook claude-code SessionStart --db ', result.output)
     assert settings.read_text() == OTHER_HOOKS and not (home / ".claude.json").exists()
     assert not (home / ".local" / "share" / "diarist" / "agents").exists()  # no key made either
+
+
+def test_trim_goes_to_the_prompt_hook_only(home):
+    install(home, "claude-code", "--no-mcp", "--trim", "none")
+    assert installed_command(home, "claude-code", "UserPromptSubmit").endswith("--app default --trim none")
+    assert installed_command(home, "claude-code", "SessionStart").endswith("--app default")
+    payload = (FIXTURES / "claude-code" / "UserPromptSubmit.json").read_text()
+    done = run_hook(home, installed_command(home, "claude-code", "UserPromptSubmit"), payload)
+    assert "iteratively" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -98,13 +98,13 @@ def _unchunk(body: bytes) -> bytes:
     return b"".join(out)
 
 
-def context(location: str, app: str, prompt: str, *, budget_tokens: int, timeout: float) -> str:
+def context(location: str, app: str, prompt: str, *, budget_tokens: int, timeout: float, trim: str = "auto") -> str:
     """The context block for ``prompt`` from the resident process."""
     key = read_key(location, app)
     if key is None:
         raise Unavailable("no key for this app: run `diarist hooks install`")
     answer = request(location, "POST", f"/v1/apps/{quote(app)}/context", key=key, timeout=timeout,
-                     body={"query": prompt, "budget_tokens": budget_tokens})
+                     body={"query": prompt, "budget_tokens": budget_tokens, "trim": trim})
     return str(answer.get("context") or "")
 
 

@@ -27,7 +27,9 @@ DEFAULT_BUDGET_TOKENS = 1000
 #: A resident process being started is not started again within this many seconds.
 START_GRACE_S = 60.0
 
-USAGE = "usage: python -m diarist.agents.hook AGENT EVENT [--db DB] [--app APP] [--budget TOKENS]"
+USAGE = ("usage: python -m diarist.agents.hook AGENT EVENT [--db DB] [--app APP] [--budget TOKENS] "
+         "[--trim auto|pointers|lines|none]")
+TRIMS = ("auto", "pointers", "lines", "none")
 
 
 def log(message: str) -> None:
@@ -44,11 +46,14 @@ def log(message: str) -> None:
 def parse_args(argv: list[str]) -> dict:
     if len(argv) < 2 or len(argv) % 2:
         raise ValueError(USAGE)
-    options = {"agent": argv[0], "event": argv[1], "db": None, "app": DEFAULT_APP, "budget": DEFAULT_BUDGET_TOKENS}
+    options = {"agent": argv[0], "event": argv[1], "db": None, "app": DEFAULT_APP, "budget": DEFAULT_BUDGET_TOKENS,
+               "trim": "auto"}
     for flag, value in zip(argv[2::2], argv[3::2]):
-        if flag not in ("--db", "--app", "--budget"):
+        if flag not in ("--db", "--app", "--budget", "--trim"):
             raise ValueError(f"unknown option {flag!r}; {USAGE}")
         options[flag[2:]] = int(value) if flag == "--budget" else value
+    if options["trim"] not in TRIMS:
+        raise ValueError(f"--trim must be one of {', '.join(TRIMS)}, not {options['trim']!r}")
     if options["agent"] not in AGENTS:
         raise ValueError(f"unknown agent {options['agent']!r} (known: {', '.join(AGENTS)})")
     return options
@@ -79,7 +84,7 @@ def spawn(command: list[str]) -> None:
                          close_fds=True)
 
 
-def recall(action: str, location: str, app: str, payload: dict, budget: int, deadline: float) -> str:
+def recall(action: str, location: str, app: str, payload: dict, budget: int, trim: str, deadline: float) -> str:
     """The text the agent is given for ``action``: from the resident process, else in-process."""
     from . import client
 
@@ -88,14 +93,15 @@ def recall(action: str, location: str, app: str, payload: dict, budget: int, dea
         if not isinstance(prompt, str) or not prompt.strip():
             return ""
         try:
-            return client.context(location, app, prompt, budget_tokens=budget, timeout=deadline - time.monotonic())
+            return client.context(location, app, prompt, budget_tokens=budget, trim=trim,
+                                  timeout=deadline - time.monotonic())
         except client.Unavailable:
             start_resident(location)
         except client.Refused as exc:
             log(f"resident process refused: {exc}; answering in-process")
         from . import recall as local
 
-        return local.context(location, app, prompt, budget_tokens=budget)
+        return local.context(location, app, prompt, budget_tokens=budget, trim=trim)
     if action == FACTS:
         from .recall import FACTS_LIMIT, facts_block
 
@@ -142,7 +148,8 @@ def answer(options: dict, raw: str, deadline: float) -> str:
 
     def work() -> None:
         try:
-            result["text"] = recall(action, location, options["app"], payload, options["budget"], deadline)
+            result["text"] = recall(action, location, options["app"], payload, options["budget"], options["trim"],
+                                    deadline)
         except BaseException as exc:  # noqa: BLE001 - every failure goes to the log, none to the agent
             result["error"] = exc
 

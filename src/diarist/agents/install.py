@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .paths import private_dir, records_dir
-from .protocols import Protocol
+from .protocols import CONTEXT, Protocol
 
 MARKER = "diarist.agents.hook"
 MCP_NAME = "diarist"
@@ -69,9 +69,10 @@ class Change:
             raise
 
 
-def hook_command(agent: str, event: str, location: str, app: str) -> str:
+def hook_command(agent: str, event: str, location: str, app: str, trim: str = "auto") -> str:
     """The shell command an agent runs for ``event``: this Python, so no PATH is needed."""
-    return shlex.join([sys.executable, "-m", MARKER, agent, event, "--db", location, "--app", app])
+    more = ["--trim", trim] if trim != "auto" else []
+    return shlex.join([sys.executable, "-m", MARKER, agent, event, "--db", location, "--app", app, *more])
 
 
 def mcp_command(location: str, app: str) -> list[str]:
@@ -152,7 +153,8 @@ def remove_hooks(path: Path, data: dict[str, Any], protocol: Protocol) -> None:
         del data["hooks"]
 
 
-def add_hooks(path: Path, data: dict[str, Any], protocol: Protocol, location: str, app: str) -> None:
+def add_hooks(path: Path, data: dict[str, Any], protocol: Protocol, location: str, app: str,
+              trim: str = "auto") -> None:
     """Put diarist's hook entries in ``data`` (once: a re-install replaces its own)."""
     remove_hooks(path, data, protocol)
     hooks = _hooks_table(path, data)
@@ -160,7 +162,8 @@ def add_hooks(path: Path, data: dict[str, Any], protocol: Protocol, location: st
     for event in protocol.events:
         _hooks_table(path, data, event)
         hooks.setdefault(event, []).append(
-            {"hooks": [protocol.handler(hook_command(protocol.name, event, location, app), event)]})
+            {"hooks": [protocol.handler(hook_command(protocol.name, event, location, app,
+                                                     trim if protocol.events[event] == CONTEXT else "auto"), event)]})
 
 
 def mcp_entry(location: str, app: str) -> dict[str, Any]:
@@ -261,10 +264,10 @@ def restored(path: Path, remaining: str | None, same: Any) -> str | None:
 # --- the changes ---------------------------------------------------------------------------------
 
 def install_changes(protocol: Protocol, settings: Path, location: str, app: str, *,
-                    mcp: bool, mcp_file: Path | None) -> list[Change]:
+                    mcp: bool, mcp_file: Path | None, trim: str = "auto") -> list[Change]:
     before = read_text(settings)
     data = load_json(settings, before)
-    add_hooks(settings, data, protocol, location, app)
+    add_hooks(settings, data, protocol, location, app, trim)
     changes = []
     if mcp and mcp_file is not None and mcp_file == settings and protocol.mcp_format == "json":
         set_mcp_json(settings, data, mcp_entry(location, app))

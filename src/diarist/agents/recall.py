@@ -36,10 +36,10 @@ def open_memory(location: str) -> Any:
     return Memory(location, lexical_fusion=lexical_fusion_enabled(), create=False)
 
 
-def context(location: str, app: str, prompt: str, *, budget_tokens: int) -> str:
+def context(location: str, app: str, prompt: str, *, budget_tokens: int, trim: str = "auto") -> str:
     memory = open_memory(location)
     try:
-        return str(memory.context(prompt, app=app, budget_tokens=budget_tokens))
+        return str(memory.context(prompt, app=app, budget_tokens=budget_tokens, trim=trim))
     finally:
         memory.close()
 

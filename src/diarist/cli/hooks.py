@@ -117,11 +117,14 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Print the change 
 @click.option("--app", default="default", show_default=True, help="The app (isolation unit) the hooks read.")
 @settings_option
 @mcp_settings_option
+@click.option("--trim", type=click.Choice(["auto", "pointers", "lines", "none"]), default="auto", show_default=True,
+              help="How each memory is shown in the prompt's block (as `diarist context --trim`). none: no line "
+              "embeddings (auto and pointers embed the lines of memories not shown before): faster, a longer block.")
 @click.option("--no-mcp", is_flag=True, help="Do not add diarist's MCP server to the agent.")
 @click.option("--yes", is_flag=True, help="Add the MCP server without asking (for scripts).")
 @dry_run_option
-def install(agent: str, db: str | None, app: str, settings: str | None, mcp_settings: str | None, no_mcp: bool,
-            yes: bool, dry_run: bool) -> None:
+def install(agent: str, db: str | None, app: str, settings: str | None, mcp_settings: str | None, trim: str,
+            no_mcp: bool, yes: bool, dry_run: bool) -> None:
     """Add diarist's hooks to AGENT's settings (the user's other settings and hooks are kept), and
     its MCP server if you agree (--yes: without asking; --no-mcp: not at all)."""
     from ..agents.install import install_changes, remember_original
@@ -132,7 +135,7 @@ def install(agent: str, db: str | None, app: str, settings: str | None, mcp_sett
     location = db_location(db)
     want_mcp = _want_mcp(no_mcp, yes, dry_run, mcp_path)
     changes = _planned(lambda: install_changes(protocol, settings_path, location, app, mcp=want_mcp,
-                                               mcp_file=mcp_path), dry_run)
+                                               mcp_file=mcp_path, trim=trim), dry_run)
     if changes is None:
         return
     _store_key(location, app)
@@ -179,12 +182,14 @@ def uninstall(agent: str, settings: str | None, mcp_settings: str | None, dry_ru
 @click.option("--app", default="default", show_default=True, help="The app (isolation unit) to read.")
 @click.option("--budget", type=click.IntRange(min=1, max=100_000), default=1000, show_default=True,
               help="Tokens the context block may take.")
-def hook(agent: str, event: str, db: str | None, app: str, budget: int) -> None:
+@click.option("--trim", type=click.Choice(["auto", "pointers", "lines", "none"]), default="auto", show_default=True,
+              help="How each memory is shown (as `diarist context --trim`).")
+def hook(agent: str, event: str, db: str | None, app: str, budget: int, trim: str) -> None:
     """Run one agent hook: read the agent's JSON event on standard input, answer as its hook protocol says (what `hooks install` puts in an agent's settings).
 
     Errors go to the log under the data folder (logs/hooks.log), never to the agent; past
     $DIARIST_HOOK_DEADLINE seconds (4) the answer is empty."""
     from ..agents.hook import main as run_hook
 
-    argv = [agent, event, "--app", app, "--budget", str(budget)] + (["--db", db] if db else [])
+    argv = [agent, event, "--app", app, "--budget", str(budget), "--trim", trim] + (["--db", db] if db else [])
     sys.exit(run_hook(argv))

@@ -57,8 +57,10 @@ def take_lock(path: Path) -> Any:
     return handle
 
 
-def serve(memory: Any, sock: Path, *, idle_seconds: float = DEFAULT_IDLE_SECONDS) -> None:
-    """Serve ``memory``'s HTTP API on the Unix socket ``sock`` until idle (or stopped)."""
+def serve(memory: Any, sock: Path, *, idle_seconds: float = DEFAULT_IDLE_SECONDS,
+          on_ready: Callable[[], None] | None = None) -> None:
+    """Serve ``memory``'s HTTP API on the Unix socket ``sock`` until idle (or stopped);
+    ``on_ready`` is called once the socket takes requests."""
     import uvicorn
 
     from .app import create_app
@@ -67,14 +69,18 @@ def serve(memory: Any, sock: Path, *, idle_seconds: float = DEFAULT_IDLE_SECONDS
     config = uvicorn.Config(app, uds=str(sock), log_level="warning", lifespan="off", timeout_keep_alive=5,
                             http="diarist.server.protocol:RequestTimeoutProtocol")
     server = uvicorn.Server(config)
-    if idle_seconds:
-        def watch() -> None:
-            while not server.should_exit:
-                time.sleep(min(5.0, idle_seconds))
-                if time.monotonic() - app.at > idle_seconds:
-                    server.should_exit = True
 
-        threading.Thread(target=watch, daemon=True).start()
+    def watch() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.05)
+        if on_ready is not None and server.started:
+            on_ready()
+        while idle_seconds and not server.should_exit:
+            time.sleep(min(5.0, idle_seconds))
+            if time.monotonic() - app.at > idle_seconds:
+                server.should_exit = True
+
+    threading.Thread(target=watch, daemon=True).start()
     server.run()
 
 
@@ -98,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         memory = Memory(location, lexical_fusion=lexical_fusion_enabled(), create=False)
         warm(memory)
         sock.unlink(missing_ok=True)  # a socket left by a process that died: the lock is ours now
-        print(f"diarist resident: serving {memory.store.location} on {sock} (pid {os.getpid()})", file=sys.stderr)
-        serve(memory, sock, idle_seconds=args.idle_seconds)
+        serve(memory, sock, idle_seconds=args.idle_seconds, on_ready=lambda: print(
+            f"diarist resident: serving {memory.store.location} on {sock} (pid {os.getpid()})", file=sys.stderr,
+            flush=True))
     finally:
         sock.unlink(missing_ok=True)
         sock.with_suffix(".starting").unlink(missing_ok=True)
