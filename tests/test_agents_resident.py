@@ -46,7 +46,7 @@ def home(tmp_path, monkeypatch):
 
 
 def env_of(home: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "HOME": str(home), "PYTHONPATH": str(SRC), **extra}
+    return {**os.environ, "HOME": str(home), "PYTHONPATH": str(SRC), "DIARIST_HOOK_DEADLINE": "120", **extra}
 
 
 def wait_for_socket(location: str, seconds: float = 90) -> None:

@@ -46,7 +46,8 @@ def home(tmp_path, monkeypatch):
 
 
 def env_of(home: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "HOME": str(home), "PYTHONPATH": str(SRC), "DIARIST_HOOK_RESIDENT": "0", **extra}
+    return {**os.environ, "HOME": str(home), "PYTHONPATH": str(SRC), "DIARIST_HOOK_RESIDENT": "0",
+            "DIARIST_HOOK_DEADLINE": "120", **extra}
 
 
 def install(home: Path, agent: str, *more: str) -> None:

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The facts a session starts with: the newest, within this many characters.
+#: The facts a session starts with: the latest remembered, within this many characters.
 FACTS_LIMIT = 20
 FACTS_MAX_CHARS = 2000
-FACTS_HEADER = ("What the user asked you to remember (diarist long-term memory, newest first; what the user "
-                "says now wins over these):")
+FACTS_HEADER = ("What the user asked you to remember (diarist long-term memory, the latest remembered first; "
+                "what the user says now wins over these):")
 
 
 def facts_block(facts: list[dict[str, Any]]) -> str:
-    """The facts, newest first, one line each, cut at FACTS_MAX_CHARS; "" when there are none."""
+    """The facts, the latest remembered first, one line each, cut at FACTS_MAX_CHARS; "" when there are none."""
     lines, size = [], len(FACTS_HEADER)
     for fact in facts:
         text = " ".join(str(fact.get("text") or "").split())
