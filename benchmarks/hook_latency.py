@@ -3,6 +3,7 @@ nothing to off-topic coding prompts.
 
     nice -n 5 python benchmarks/hook_latency.py [--prompts 50] [--sizes 10000,100000] \
         [--main /work/main/src] [--workdir /tmp/diarist-hook-bench] [--out benchmarks/results/hooks/latency.json]
+    python benchmarks/hook_latency.py --startup-only 30 --out benchmarks/results/hooks/startup.json
 
 Latency: each variant is a new process timed from its start to its exit (its output read), for
 each of ``--prompts`` LongMemEval questions, the variants' order rotating from prompt to prompt
@@ -132,6 +133,39 @@ def summary(values: list[float]) -> dict[str, float]:
             "p90_ms": round(ordered[int(0.9 * (len(ordered) - 1))], 1)}
 
 
+def startup(runs: int, out: str | None) -> int:
+    """Start-up alone: ``python -c pass`` (the floor), ``import diarist``, ``diarist --version`` and
+    ``--help``, ``runs`` times each in turn; and ``import diarist``'s own import time."""
+    env = env_for(Path("/tmp"))
+    diarist = str(Path(sys.executable).parent / "diarist")
+    variants = {"python -c pass": [sys.executable, "-c", "pass"],
+                "python -c 'import diarist'": [sys.executable, "-c", "import diarist"],
+                "diarist --version": [diarist, "--version"], "diarist --help": [diarist, "--help"]}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
+    for i in range(runs):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            times[name].append(timed(variants[name], env)[0])
+    trace = subprocess.run([sys.executable, "-X", "importtime", "-c", "import diarist"], env=env,
+                           capture_output=True, text=True).stderr.strip().splitlines()
+    own_us = int(trace[-1].split("|")[1])
+    result = {"runs": runs, "latency": {name: summary(t) for name, t in times.items()},
+              "import_diarist_cumulative_us": own_us,
+              "heavy_modules_after_import": subprocess.run(
+                  [sys.executable, "-c", "import sys, diarist; print(sorted(m for m in ('numpy', 'onnxruntime') "
+                   "if m in sys.modules))"], env=env, capture_output=True, text=True).stdout.strip()}
+    lines = ["| command | p50 ms | p90 ms | n |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {v['p50_ms']} | {v['p90_ms']} | {v['n']} |" for name, v in result["latency"].items()]
+    lines.append(f"\n`python -X importtime -c 'import diarist'`: diarist {own_us} us cumulative; heavy modules "
+                 f"loaded: {result['heavy_modules_after_import']}")
+    print("\n".join(lines))
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+        Path(out).with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=50)
@@ -139,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--main", default="/work/main/src", help="src folder of the tree whose context CLI is compared")
     parser.add_argument("--workdir", default="/tmp/diarist-hook-bench")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--startup-only", type=int, metavar="RUNS", default=0,
+                        help="measure start-up alone (RUNS runs of each command) and stop")
     args = parser.parse_args(argv)
+    if args.startup_only:
+        return startup(args.startup_only, args.out)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     data_dir, cold_dir = work / "data", work / "cold-data"  # cold: no key, so no resident process

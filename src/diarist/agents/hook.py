@@ -94,7 +94,7 @@ def recall(action: str, location: str, app: str, payload: dict, budget: int, tri
             return ""
         try:
             return client.context(location, app, prompt, budget_tokens=budget, trim=trim,
-                                  timeout=deadline - time.monotonic())
+                                  timeout=max(0.05, deadline - time.monotonic()))
         except client.Unavailable:
             start_resident(location)
         except client.Refused as exc:
@@ -106,13 +106,15 @@ def recall(action: str, location: str, app: str, payload: dict, budget: int, tri
         from .recall import FACTS_LIMIT, facts_block
 
         try:
-            found = client.facts(location, app, limit=FACTS_LIMIT, timeout=deadline - time.monotonic())
+            return facts_block(client.facts(location, app, limit=FACTS_LIMIT,
+                                            timeout=max(0.05, deadline - time.monotonic())))
         except client.Unavailable:
             start_resident(location)
-            from . import recall as local
+        except client.Refused as exc:
+            log(f"resident process refused: {exc}; answering in-process")
+        from . import recall as local
 
-            found = local.facts(location, app)
-        return facts_block(found)
+        return facts_block(local.facts(location, app))
     raise ValueError(f"unknown action {action!r}")
 
 

@@ -90,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-seconds", type=float, default=DEFAULT_IDLE_SECONDS,
                         help=f"exit after this long without a request (default {DEFAULT_IDLE_SECONDS}; 0: never)")
     args = parser.parse_args(argv)
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print("diarist resident: needs the server extra: pip install 'diarist[server]'", file=sys.stderr)
+        return 1
     location = db_location(args.db)
     sock = socket_path(location)
     private_dir(sock.parent)
