@@ -133,19 +133,22 @@ def summary(values: list[float]) -> dict[str, float]:
             "p90_ms": round(ordered[int(0.9 * (len(ordered) - 1))], 1)}
 
 
-def startup(runs: int, out: str | None) -> int:
+def startup(runs: int, out: str | None, main_src: str) -> int:
     """Start-up alone: ``python -c pass`` (the floor), ``import diarist``, ``diarist --version`` and
-    ``--help``, ``runs`` times each in turn; and ``import diarist``'s own import time."""
+    ``--help`` of this tree and of ``main_src``'s, ``runs`` times each in turn; and ``import
+    diarist``'s own import time."""
     env = env_for(Path("/tmp"))
     diarist = str(Path(sys.executable).parent / "diarist")
     variants = {"python -c pass": [sys.executable, "-c", "pass"],
                 "python -c 'import diarist'": [sys.executable, "-c", "import diarist"],
-                "diarist --version": [diarist, "--version"], "diarist --help": [diarist, "--help"]}
+                "diarist --version": [diarist, "--version"], "diarist --help": [diarist, "--help"],
+                "diarist --version (main)": [diarist, "--version"], "diarist --help (main)": [diarist, "--help"]}
+    envs = {name: env_for(Path("/tmp"), Path(main_src)) if "(main)" in name else env for name in variants}
     times: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for i in range(runs):
         for name in names[i % len(names):] + names[: i % len(names)]:
-            times[name].append(timed(variants[name], env)[0])
+            times[name].append(timed(variants[name], envs[name])[0])
     trace = subprocess.run([sys.executable, "-X", "importtime", "-c", "import diarist"], env=env,
                            capture_output=True, text=True).stderr.strip().splitlines()
     own_us = int(trace[-1].split("|")[1])
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure start-up alone (RUNS runs of each command) and stop")
     args = parser.parse_args(argv)
     if args.startup_only:
-        return startup(args.startup_only, args.out)
+        return startup(args.startup_only, args.out, args.main)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     data_dir, cold_dir = work / "data", work / "cold-data"  # cold: no key, so no resident process
