@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             process.send_signal(signal.SIGINT)
             process.wait(timeout=60)
     result = {
-        "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+        "machine": {"cpus": os.cpu_count(), "load_at_end": os.getloadavg()},
         "prompts": len(prompts), "sizes": sizes, "main": args.main,
         "latency": latency,
         "offtopic": {"prompts": len(offtopic), "empty": empty["offtopic"],

@@ -70,3 +70,15 @@ def test_every_command_runs_its_help():
     for name in COMMANDS:
         result = runner.invoke(main, [name, "--help"])
         assert result.exit_code == 0, (name, result.output)
+
+
+def test_every_command_registered_the_eager_way_is_listed():
+    """A command added to diarist.cli.commands (its own group and _register_other_commands) runs
+    through the lazy group's fallback, but --help lists only COMMANDS: it needs its line there."""
+    import click
+
+    from diarist.cli import COMMANDS
+    from diarist.cli.commands import main as eager
+
+    missing = sorted(set(eager.list_commands(click.Context(eager))) - set(COMMANDS))
+    assert not missing, f"add these to diarist.cli.COMMANDS: {missing}"
