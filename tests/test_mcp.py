@@ -21,7 +21,7 @@ def text_of(result) -> str:
 
 async def remember_then_recall(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "context", "memories", "show", "forget"}
+    assert set(tools) == {"remember", "correct", "recall", "context", "memories", "show", "forget"}
     assert all(len(t.description or "") > 80 for t in tools.values())  # descriptions an agent can act on
     assert "app" not in tools["recall"].input_schema.get("properties", {})  # the app is fixed, not a parameter
 

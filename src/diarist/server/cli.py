@@ -93,7 +93,7 @@ def serve(db: str | None, embedder: str | None, host: str, port: int, workers: i
 @fail_cleanly
 def mcp(db: str | None, embedder: str | None, app: str, transport: str, host: str, port: int, no_auth: bool,
         timeout_seconds: float | None) -> None:
-    """Run the MCP server (tools remember, recall, context, memories, show, forget) for one app."""
+    """Run the MCP server (tools remember, correct, recall, context, memories, show, forget) for one app."""
     try:  # before the database is opened (or created)
         import mcp as _mcp  # noqa: F401
         if transport == "http":

@@ -1,4 +1,4 @@
-"""The MCP server: remember, recall, context, memories, show and forget, scoped to one app.
+"""The MCP server: remember, correct, recall, context, memories, show and forget, scoped to one app.
 
 Built on the official ``mcp`` SDK (2.x, ``MCPServer``). The app is fixed when the server starts
 (``diarist mcp --app NAME``), so an agent can never reach another app's memory. Over stdio the
@@ -22,7 +22,8 @@ INSTRUCTIONS = (
     "Long-term memory of past conversations with this user. Call `recall` or `context` before "
     "answering anything that may depend on earlier conversations (names, preferences, plans, "
     "past decisions); call `remember` when the user states something worth keeping; call "
-    "`forget` when the user asks you to forget something. Recalled records are dated past "
+    "`correct` when a remembered fact has changed or was wrong; call `forget` when the user asks "
+    "you to forget something. Recalled records are dated past "
     "records: what the user says now wins over them."
 )
 
@@ -69,6 +70,18 @@ def build_mcp(memory: Memory, app: str, *, name: str = "diarist") -> Any:
         """Store one thing worth remembering about the user or the work, as a short self-contained statement (e.g. "The user's cat is called Admon."). Write it so it makes sense without the conversation around it. `date` (ISO 8601) says when it was true; default: now. Returns the memory's id, which `forget` accepts."""
         memory_id = memory.add_fact(text, app=app, date=date)
         return f"Remembered as {memory_id}."
+
+    @server.tool(annotations=ToolAnnotations(title="Correct", destructive_hint=False, idempotent_hint=True))
+    @answers_errors
+    def correct(memory_id: str, text: str, date: str | None = None) -> str:
+        """Replace the text of a remembered fact (by the id `remember`, `recall` or `memories` gave) when it has changed or was wrong, e.g. "The user's cat is called Admon; she is 4." Write the whole corrected statement, not the difference. `date` (ISO 8601): when the corrected statement became true; default: the fact's own. The previous version is kept in the fact's history."""
+        try:
+            report = memory.update(memory_id, app=app, kind="fact", text=text, date=date)
+        except NotFound:
+            return f"No remembered fact {memory_id!r} to correct (`memories` lists them; `remember` stores a new one)."
+        if report.unchanged:
+            return f"{memory_id} already says that."
+        return f"Corrected {memory_id}; its previous version is kept."
 
     @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
     @answers_errors

@@ -1,0 +1,69 @@
+"""Where the hooks keep their state, under the data folder (``$XDG_DATA_HOME/diarist``, else
+``~/.local/share/diarist``): the resident process's socket, the API key each hook uses, what
+``hooks install`` changed, and the log that takes every error a hook meets (the agent sees none).
+Standard library only: the hook imports this on every prompt."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+#: A Unix socket's path must fit in sockaddr_un (108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 100
+
+
+def data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "diarist"
+
+
+def db_location(db: str | None) -> str:
+    """The database a hook reads: --db, else $DIARIST_DB, else the default file (as the CLI)."""
+    if db:
+        return db if "://" in db else str(Path(db).expanduser().resolve())
+    value = os.environ.get("DIARIST_DB")
+    if value:
+        return value if "://" in value else str(Path(value).expanduser().resolve())
+    return str(data_dir() / "memory.sqlite")
+
+
+def _tag(location: str) -> str:
+    return hashlib.sha256(location.encode()).hexdigest()[:16]
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created if missing, readable by this user only."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.stat().st_uid != os.getuid():  # a shared folder (/tmp) someone else made first
+        raise PermissionError(f"{path} belongs to another user")
+    return path
+
+
+def socket_path(location: str) -> Path:
+    """The resident process's socket for the database at ``location``: one per database, shared
+    by every hook and agent of this user. Under the data folder, or, when that path is too long
+    for a socket, under the temporary folder (a private one per user)."""
+    name = f"{_tag(location)}.sock"
+    path = data_dir() / "run" / name
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        return path
+    return Path(os.environ.get("TMPDIR") or "/tmp") / f"diarist-{os.getuid()}" / name
+
+
+def keys_file() -> Path:
+    """The API key each (database, app) pair's hooks present to the resident process (mode 0600)."""
+    return data_dir() / "agents" / "keys.json"
+
+
+def records_dir() -> Path:
+    """What each ``hooks install`` changed in which file, for ``hooks uninstall`` to undo it."""
+    return data_dir() / "agents" / "installed"
+
+
+def log_file() -> Path:
+    return data_dir() / "logs" / "hooks.log"
+
+
+def key_id(location: str, app: str) -> str:
+    return f"{_tag(location)}:{app}"
