@@ -51,14 +51,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "vectors (as stored: nothing is re-embedded), the versions `update` kept, API keys, the recorded "
                 "embedder and index plan."),
     "models": ("diarist.cli.models", "Optional embedding models (the default, MiniLM, needs no install)."),
-    "reindex": ("diarist.cli.commands", "Rebuild an app's lexical (BM25) index from its stored text, and its HNSW "
-                "graph (the `ann` extra, large apps) from its stored vectors."),
+    "reindex": ("diarist.cli.commands", "Rebuild an app's indexes from what it stores: titles, BM25 and the HNSW "
+                "graph."),
     "restore": ("diarist.cli.backup", "Put the backup SRC in place of the database (--db)."),
     "search": ("diarist.cli.commands", "Search memory: the k best memories (each session, note or fact once, with "
                "its best passages); each hit shows its rank in the dense and lexical channels."),
     "serve": ("diarist.server.cli",
               "Serve the HTTP API (OpenAPI docs at /docs); each app is reached with its own key."),
-    "show": ("diarist.cli.items", "Show one stored session (every message, verbatim) or fact by its id."),
+    "show": ("diarist.cli.items", "Show one stored session (every message, verbatim), note (its title, front matter "
+             "fields and text) or fact by its id."),
     "stats": ("diarist.cli.commands", "Counts of sessions, messages, facts and chunks per app."),
     "sync": ("diarist.cli.sync", "Bring the folder PATH (an Obsidian or Markdown vault, ~/.claude/projects, a folder "
              "of exports) into memory incrementally, and keep it there."),

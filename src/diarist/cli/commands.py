@@ -268,10 +268,12 @@ def delete(item_id: str | None, db: str | None, app: str, embedder: str | None, 
 @embedder_option
 @fail_cleanly
 def reindex(db: str | None, app: str, embedder: str | None) -> None:
-    """Rebuild an app's lexical (BM25) index from its stored text, and its HNSW graph (the
-    `ann` extra, large apps) from its stored vectors; first, in a database stored before titles
-    were indexed, re-chunk and re-embed its titled items (notes, named conversations) so that
-    both channels read their title."""
+    """Rebuild an app's indexes from what it stores: titles, BM25 and the HNSW graph.
+
+    First, in a database stored before titles were indexed, its titled items (notes, named
+    conversations) are re-chunked and re-embedded so that both channels read their title. Then
+    the lexical (BM25) index is rebuilt from the stored text, and the HNSW graph (the `ann`
+    extra, large apps) from the stored vectors."""
     memory = open_memory(db, embedder)
     titled = memory.index_titles(app)
     n = memory.reindex(app)
