@@ -66,12 +66,9 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
 
 def _grouped(best: Hit, text: str, passages: list[str], passage_ranks: list[int], first_turn: int | None,
              last_turn: int | None) -> Hit:
-    """A copy of the memory's best hit (its own dicts) carrying the memory's passages: the
-    fields copied as they are, not through ``dataclasses.replace`` (which re-reads the class's
-    fields per call: ~10 us a hit, 2 ms a search of 200 memories)."""
-    grouped = object.__new__(Hit)
-    grouped.__dict__.update(best.__dict__)
-    grouped.ranks, grouped.scores, grouped.metadata = dict(best.ranks), dict(best.scores), dict(best.metadata)
-    grouped.text, grouped.passages, grouped.passage_ranks = text, passages, passage_ranks
-    grouped.first_turn, grouped.last_turn = first_turn, last_turn
-    return grouped
+    """The memory's best hit, now carrying the memory's passages. Changed in place: the hits
+    handed to grouping are the search's own, fetched for it and read by nothing after (a copy
+    of each, with its dicts, cost ~3 us a memory: 0.6 ms a search of 200)."""
+    best.text, best.passages, best.passage_ranks = text, passages, passage_ranks
+    best.first_turn, best.last_turn = first_turn, last_turn
+    return best

@@ -391,38 +391,30 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
     A chunk ranked a moment ago may have been deleted by another writer since: it is left out
     (the result is what the memory held at some instant of the search), never a crash.
     """
-    merged = _Merged()
+    # ``_merge_duplicates`` kept up to date one row at a time (what merging the whole list again
+    # after every step gave), with the distinct items (fact, session) among the hits.
+    hits: list[Hit] = []
+    kept: dict[tuple[str | None, str | None, str], Hit] = {}
+    held: set[tuple[str | None, str | None]] = set()
     taken = fetched = 0
-    while taken < len(chosen) and (short := max(wanted - len(merged.hits), items - len(merged.items))) > 0:
+    while taken < len(chosen) and (short := max(wanted - len(hits), items - len(held))) > 0:
         step = chosen[taken : taken + short]
         taken += len(step)
         rows = store.fetch_chunks(app, [cid for cid, _, _ in step])
         for cid, score, ranks in step:
             row = rows.get(cid)
-            if row is not None:
-                fetched += 1
-                merged.add(_hit(row, score, ranks, dense, lexical_ranking, stage, app))
-    return merged.hits, taken, taken - fetched
-
-
-class _Merged:
-    """``_merge_duplicates`` kept up to date one hit at a time (what merging the whole list
-    again after every step gave), with the distinct items (fact, session) among the hits."""
-
-    def __init__(self) -> None:
-        self.hits: list[Hit] = []
-        self.items: set[tuple[str | None, str | None]] = set()
-        self._kept: dict[tuple[str | None, str | None, str], Hit] = {}
-
-    def add(self, hit: Hit) -> None:
-        key = (hit.session_id, hit.fact_id, hit.text)
-        first = self._kept.get(key)
-        if first is None:
-            self._kept[key] = hit
-            self.hits.append(hit)
-            self.items.add((hit.fact_id, hit.session_id))
-        else:
-            _merge_ranks(first, hit)
+            if row is None:
+                continue
+            fetched += 1
+            hit = _hit(row, score, ranks, dense, lexical_ranking, stage, app)
+            first = kept.get(key := (row.session_id, row.fact_id, row.text))
+            if first is None:
+                kept[key] = hit
+                hits.append(hit)
+                held.add((row.fact_id, row.session_id))
+            else:
+                _merge_ranks(first, hit)
+    return hits, taken, taken - fetched
 
 
 def _abandon(job: Future | None) -> None:
