@@ -216,11 +216,13 @@ def build_child(package: str, path: Path, size: int, corpus: str) -> None:
     print(json.dumps({"chunks": total, "build_s": seconds}))
 
 
-def build(label: str, src: str | None, package: str, work: Path, size: int, corpus: str) -> dict:
-    """The tree's database of ``size`` chunks (built once, in a new process; reused after)."""
+def build(label: str, src: str | None, package: str, work: Path, size: int, corpus: str,
+          again: bool = False) -> dict:
+    """The tree's database of ``size`` chunks (built once, in a new process; reused after,
+    unless ``again``)."""
     path = work / f"{label}-{corpus}-{size}.sqlite"
     made = Path(f"{path}.build.json")
-    if path.exists() and made.exists():
+    if path.exists() and made.exists() and not again:
         return json.loads(made.read_text()) | {"path": str(path), "reused": True}
     log(f"building {path} with {label}")
     env = os.environ | {"PYTHONPATH": os.pathsep.join(p for p in [src, os.environ.get("PYTHONPATH")] if p)}
@@ -387,11 +389,20 @@ def measure(args: argparse.Namespace, trees: dict[str, str | None]) -> dict:
     texts = questions(args.corpus, args.questions)
     ask(texts)
     qvec = QUESTION_VECTORS
-    builds, packages = {}, {}
+    builds, packages, build_s = {}, {}, {}
     for label, src in trees.items():
         package = "diarist" if src is None else package_of(src)
         builds[label] = build(label, src, package, work, args.size, args.corpus)
+        build_s[label] = [builds[label]["build_s"]]
         packages[label] = "diarist" if src is None else import_as(src, label, work)
+    # The build row side by side: every tree builds again, in turn, --build-repeats times.
+    for _ in range(args.build_repeats):
+        for label, src in trees.items():
+            package = "diarist" if src is None else package_of(src)
+            builds[label] = build(label, src, package, work, args.size, args.corpus, again=True)
+            build_s[label].append(builds[label]["build_s"])
+    if args.build_repeats:
+        build_s = {label: times[1:] for label, times in build_s.items()}
     # One reference for every tree: their files hold the same chunks and vectors (the same text,
     # chunked alike, vectors from its hash), so one scan (of this tree's file) is timed once a
     # question, in the rotation with every other call.
@@ -416,7 +427,8 @@ def measure(args: argparse.Namespace, trees: dict[str, str | None]) -> dict:
                     "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
         "load_avg_start": load_start, "load_avg_end": os.getloadavg(),
         "chunks": {l: b["chunks"] for l, b in builds.items()},
-        "build_s": {l: b["build_s"] for l, b in builds.items()},
+        "build_s": {l: statistics.median(times) for l, times in build_s.items()},
+        "build_s_runs": build_s, "build_side_by_side": bool(args.build_repeats),
         "p50_ms": p50,
         "ratio_to_numpy": {l: {row: p50[l][row] / p50[l]["numpy"] for row in ROWS} for l in trees},
         "p50_ms_per_pass": {l: {row: per_pass[(l, row)] for row in ROWS} for l in trees},
@@ -449,7 +461,9 @@ def table(result: dict) -> str:
         cells = [f"{result['p50_ms'][t][row]:.2f}" + ("" if row == "numpy" else f" ({result['ratio_to_numpy'][t][row]:.2f}x)")
                  for t in trees]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    lines.append("| build through add_sessions (s) | " + " | ".join(f"{result['build_s'][t]:.1f}" for t in trees) + " |")
+    built = "median of builds in turn" if result["build_side_by_side"] else "one build each, not side by side"
+    lines.append(f"| build through add_sessions (s; {built}) | "
+                 + " | ".join(f"{result['build_s'][t]:.1f}" for t in trees) + " |")
     return "\n".join(lines)
 
 
@@ -491,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=SRC",
                         help="another checkout's src folder to run side by side (repeatable)")
     parser.add_argument("--workdir", default="/tmp/diarist-read-speed", help="where the databases are built and kept")
+    parser.add_argument("--build-repeats", type=int, default=0,
+                        help="build every tree again this many times, in turn, for the build row (median)")
     parser.add_argument("--profile", metavar="DIR", help="also write cProfile and per-stage timings here")
     parser.add_argument("--out", help="write the result (JSON) here; the table goes next to it as .md")
     parser.add_argument("--check", metavar="BASELINE", help="the guard: fail when a row's ratio is over the baseline's")
