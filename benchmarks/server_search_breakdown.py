@@ -53,7 +53,8 @@ from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder  # noqa: E402
 from diarist.keys import KeyStore  # noqa: E402
 from diarist.memory import Memory  # noqa: E402
 from diarist.read import search as read_path  # noqa: E402
-from diarist.server.app import RequestTimeoutProtocol, create_app  # noqa: E402
+from diarist.server.app import create_app  # noqa: E402
+from diarist.server.protocol import RequestTimeoutProtocol  # noqa: E402
 
 #: The request being measured (sequential phase only): part -> milliseconds, summed.
 CURRENT: dict[str, float] = defaultdict(float)

@@ -630,6 +630,8 @@ class StoreContract:
         assert store.fetch_chunks(A, [s_ids[2]]).keys() == {s_ids[2]}
         assert store.fetch_chunks(A, []) == {}
         assert store.fetch_chunks(B, s_ids) == {}
+        store.put_items(B, [fact("fb", "another app")])  # rows are looked up by id: the app still decides
+        assert store.fetch_chunks(B, s_ids) == {} and set(store.fetch_chunks(A, s_ids)) == set(s_ids)
         store.delete_item(A, "fact", "f1")
         assert set(store.fetch_chunks(A, s_ids)) == set(s_ids[:2])
 

@@ -15,7 +15,7 @@ from diarist import settings
 from diarist.errors import ConfigError
 from diarist.ranking import Ranking, top
 from diarist.read import search
-from diarist.read.fusion import COSINE_FLOOR, convex, normalise_dense, normalise_lexical
+from diarist.read.fusion import COSINE_FLOOR, convex, convex_ranking, normalise_dense, normalise_lexical
 
 from conftest import add_all, first_per_memory, make_sessions
 
@@ -180,6 +180,14 @@ def test_the_vectorised_fusion_is_the_per_item_formula_to_the_bit(seed):
                   for c, dtype in ((dense, np.float32), (lexical, np.float64))]
     as_lists = [list(as_ranking[0]), lexical]
     assert convex(*as_ranking, w, depth) == convex(*as_lists, w, depth)
+    # Read lazily as the read path reads it (slices in steps, then an entry, then its length):
+    # the same entries as the list.
+    lazy, start = convex_ranking(dense, lexical, w, depth), 0
+    while start < len(got):
+        step = rng.randint(1, 40)
+        assert lazy[start : start + step] == got[start : start + step]
+        start += step
+    assert len(lazy) == len(got) and (not got or (lazy[-1] == got[-1] and lazy[0] == got[0]))
 
 
 def test_top_hands_over_the_pairs_and_their_arrays():

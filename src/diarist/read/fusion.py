@@ -27,7 +27,7 @@ RRF_K = 60
 COSINE_FLOOR = -1.0  # the least a cosine can be: the dense channel's theoretical minimum
 FUSIONS = ("convex", "rrf")
 
-Fused = list[tuple[int, float, dict[str, int | None]]]
+Fused = Sequence[tuple[int, float, dict[str, int | None]]]  # a list, or a FusedRanking built as read
 
 
 def _order(scores: dict[int, float], ranks: dict[int, dict[str, int | None]]) -> Fused:
@@ -110,12 +110,46 @@ def convex(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, floa
     operations in the same order); ties by the best single-channel rank, then by id.
     ``limit``: only the first this many are returned (the rest are never built).
     """
+    return list(convex_ranking(dense, lexical, dense_weight, depth, limit))
+
+
+class FusedRanking(Sequence):
+    """``convex``'s list, each entry built when it is first read: the read path fuses a few
+    hundred candidates and, most searches, reads only the first few dozen."""
+
+    def __init__(self, ids: list[int], scores: list[float], dense_ranks: list[int], lexical_ranks: list[int]):
+        self._columns = (ids, scores, dense_ranks, lexical_ranks)
+        self._built: list[tuple[int, float, dict[str, int | None]]] = []
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def _build(self, stop: int) -> None:
+        ids, scores, dense_ranks, lexical_ranks = self._columns
+        for place in range(len(self._built), stop):
+            d, lx = dense_ranks[place], lexical_ranks[place]
+            self._built.append((ids[place], scores[place],
+                                {"dense": d, "lexical": lx or None} if d else {"lexical": lx, "dense": None}))
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            stop = index.indices(len(self))[1] if index.step in (None, 1) else len(self)
+        else:
+            stop = len(self) if index < 0 else index + 1
+        if stop > len(self._built):
+            self._build(min(stop, len(self)))
+        return self._built[index]
+
+
+def convex_ranking(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]],
+                   dense_weight: float, depth: int, limit: int | None = None) -> FusedRanking:
+    """``convex`` as a ``FusedRanking``: the same entries, each built on first read."""
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError(f"the dense weight must be in [0, 1], got {dense_weight}")
     dense_ids, dense_raw = _columns(dense)
     lexical_ids, lexical_raw = _columns(lexical)
     if not len(dense_ids) and not len(lexical_ids):
-        return []
+        return FusedRanking([], [], [], [])
     dense_n = np.zeros(0)
     if len(dense_raw):
         span = max(float(dense_raw.max()) - COSINE_FLOOR, 1e-12)
@@ -136,9 +170,5 @@ def convex(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, floa
     best_rank = np.where(dense_rank == 0, lexical_rank,
                          np.where(lexical_rank == 0, dense_rank, np.minimum(dense_rank, lexical_rank)))
     order = np.lexsort((union, best_rank, -fused))[:limit]
-    ids, scores = union[order].tolist(), fused[order].tolist()
-    dense_ranks, lexical_ranks = dense_rank[order].tolist(), lexical_rank[order].tolist()
-    return [
-        (item, score, {"dense": d, "lexical": lx or None} if d else {"lexical": lx, "dense": None})
-        for item, score, d, lx in zip(ids, scores, dense_ranks, lexical_ranks)
-    ]
+    return FusedRanking(union[order].tolist(), fused[order].tolist(), dense_rank[order].tolist(),
+                        lexical_rank[order].tolist())

@@ -8,8 +8,6 @@ better ranked is kept. The grouped hit keeps its best chunk's ranks and scores.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .. import settings
 from ..types import Hit
 from .trace import Trace
@@ -38,7 +36,10 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
     most ``passages`` of them, in original order) and those passages as its text."""
     members: dict[tuple[str | None, str | None], list[Hit]] = {}
     for hit in hits:
-        chosen = members.setdefault((hit.fact_id, hit.session_id), [])
+        chosen = members.get(key := (hit.fact_id, hit.session_id))
+        if chosen is None:  # a memory's first passage (most are): nothing to overlap
+            members[key] = [hit]
+            continue
         if any(_overlaps(hit, other) for other in chosen):
             why = "covers the same turns as a better passage"
         elif len(chosen) < passages:
@@ -51,12 +52,23 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
     out = []
     for chosen in members.values():
         best = chosen[0]
+        if len(chosen) == 1:
+            out.append(_grouped(best, best.text, [best.text], [0], best.first_turn, best.last_turn))
+            continue
         in_order = sorted(range(len(chosen)), key=lambda i: _position(chosen[i]))
         texts = [chosen[i].text for i in in_order]
-        grouped = replace(best, ranks=dict(best.ranks), scores=dict(best.scores), metadata=dict(best.metadata),
-                          text=PASSAGE_GAP.join(texts), passages=texts,
-                          passage_ranks=sorted(range(len(in_order)), key=lambda place: in_order[place]),
-                          first_turn=min((h.first_turn for h in chosen if h.first_turn is not None), default=None),
-                          last_turn=max((h.last_turn for h in chosen if h.last_turn is not None), default=None))
-        out.append(grouped)
+        out.append(_grouped(best, PASSAGE_GAP.join(texts), texts,
+                            sorted(range(len(in_order)), key=lambda place: in_order[place]),
+                            min((h.first_turn for h in chosen if h.first_turn is not None), default=None),
+                            max((h.last_turn for h in chosen if h.last_turn is not None), default=None)))
     return out
+
+
+def _grouped(best: Hit, text: str, passages: list[str], passage_ranks: list[int], first_turn: int | None,
+             last_turn: int | None) -> Hit:
+    """The memory's best hit, now carrying the memory's passages. Changed in place: the hits
+    handed to grouping are the search's own, fetched for it and read by nothing after (a copy
+    of each, with its dicts, cost ~3 us a memory: 0.6 ms a search of 200)."""
+    best.text, best.passages, best.passage_ranks = text, passages, passage_ranks
+    best.first_turn, best.last_turn = first_turn, last_turn
+    return best

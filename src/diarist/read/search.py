@@ -32,7 +32,7 @@ from ..vectors import DenseIndex, ExactDenseIndex
 from .cut import CutParams, ItemSignals, cut
 from .explain import explain_hit
 from .floor import Floor, verdict
-from .fusion import FUSIONS, Fused, convex, rrf
+from .fusion import FUSIONS, Fused, convex_ranking, rrf
 from .group import group_by_item
 from .question import Question
 from .trace import Dropped, StageRecord, Trace
@@ -391,21 +391,30 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
     A chunk ranked a moment ago may have been deleted by another writer since: it is left out
     (the result is what the memory held at some instant of the search), never a crash.
     """
-    fetched: list[Hit] = []
+    # ``_merge_duplicates`` kept up to date one row at a time (what merging the whole list again
+    # after every step gave), with the distinct items (fact, session) among the hits.
     hits: list[Hit] = []
-    taken = 0
-    while taken < len(chosen) and (short := max(wanted - len(hits), items - _n_items(hits))) > 0:
+    kept: dict[tuple[str | None, str | None, str], Hit] = {}
+    held: set[tuple[str | None, str | None]] = set()
+    taken = fetched = 0
+    while taken < len(chosen) and (short := max(wanted - len(hits), items - len(held))) > 0:
         step = chosen[taken : taken + short]
         taken += len(step)
         rows = store.fetch_chunks(app, [cid for cid, _, _ in step])
-        fetched += [_hit(rows[cid], score, ranks, dense, lexical_ranking, stage, app)
-                    for cid, score, ranks in step if cid in rows]
-        hits = _merge_duplicates(fetched)
-    return hits, taken, taken - len(fetched)
-
-
-def _n_items(hits: list[Hit]) -> int:
-    return len({(h.fact_id, h.session_id) for h in hits})
+        for cid, score, ranks in step:
+            row = rows.get(cid)
+            if row is None:
+                continue
+            fetched += 1
+            hit = _hit(row, score, ranks, dense, lexical_ranking, stage, app)
+            first = kept.get(key := (row.session_id, row.fact_id, row.text))
+            if first is None:
+                kept[key] = hit
+                hits.append(hit)
+                held.add((row.fact_id, row.session_id))
+            else:
+                _merge_ranks(first, hit)
+    return hits, taken, taken - fetched
 
 
 def _abandon(job: Future | None) -> None:
@@ -416,11 +425,11 @@ def _abandon(job: Future | None) -> None:
 
 
 def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
-          depth: int, pool: int | None) -> list[tuple[int, float, dict[str, int | None]]]:
-    """The first ``pool`` of the fused ranking (None: all of it)."""
+          depth: int, pool: int | None) -> Fused:
+    """The first ``pool`` of the fused ranking (None: all of it; convex: each entry built when read)."""
     if settings.fusion == "rrf":
         return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    return convex(dense, lexical_ranking, settings.dense_weight, depth, limit=pool)
+    return convex_ranking(dense, lexical_ranking, settings.dense_weight, depth, limit=pool)
 
 
 def _hit(
@@ -474,9 +483,14 @@ def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
         if first is None:
             kept[key] = hit
             out.append(hit)
-            continue
-        for channel, rank in hit.ranks.items():
-            if rank is not None and (first.ranks.get(channel) is None or rank < first.ranks[channel]):
-                first.ranks[channel] = rank
-                first.scores[channel] = hit.scores.get(channel)
+        else:
+            _merge_ranks(first, hit)
     return out
+
+
+def _merge_ranks(first: Hit, copy: Hit) -> None:
+    """The first of two copies of one text takes the better rank (and its score) per channel."""
+    for channel, rank in copy.ranks.items():
+        if rank is not None and (first.ranks.get(channel) is None or rank < first.ranks[channel]):
+            first.ranks[channel] = rank
+            first.scores[channel] = copy.scores.get(channel)

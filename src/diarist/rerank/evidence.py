@@ -57,8 +57,8 @@ class EvidenceReranker(Reranker):
         ``Question`` carries its own ``now``)."""
         question = query if isinstance(query, Question) else Question(query, now=now)
         out: dict[str, list[int]] = {"fused": list(range(len(hits)))}
-        texts = [h.text.casefold() for h in hits]
         if "names" in self.signals and (question.proper_nouns or question.quoted):
+            texts = [h.text.casefold() for h in hits]
             phrases = [q.casefold() for q in question.quoted]
             names = question.proper_nouns
 
@@ -69,7 +69,9 @@ class EvidenceReranker(Reranker):
             counts = [matched(i) for i in range(len(hits))]
             if len(set(counts)) > 1:
                 out["names"] = _order(hits, lambda i: -counts[i])
-        dates = [_date(h) for h in hits]
+        # Read only where a signal needs them (most questions name no time and ask no latest).
+        dates = [_date(h) for h in hits] if (("time" in self.signals and question.now is not None and question.span is not None)
+                                             or ("recency" in self.signals and question.asks_current_state)) else []
         if "time" in self.signals and question.now is not None:
             span = question.span
             if span is not None and any(dates):

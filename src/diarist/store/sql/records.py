@@ -231,15 +231,19 @@ def fetch_chunks(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int])
     out: dict[int, ChunkRow] = {}
     text = d.from_db
     for test, params in d.in_list("c.id", d.bigints(chunk_ids), "bigint"):
+        # By primary key alone, the app compared here: with ``c.app_id = ?`` in the query SQLite
+        # looked each id up in the (app_id, id) index, then in the table (two searches a row).
         rows = cur.execute(
             d.sql("SELECT c.id, c.text, s.external_id, f.external_id, c.date, c.roles, c.view, "
-                  "c.position, c.first_turn, c.last_turn, coalesce(s.metadata, f.metadata) FROM chunks c "
+                  "c.position, c.first_turn, c.last_turn, coalesce(s.metadata, f.metadata), c.app_id FROM chunks c "
                   "LEFT JOIN sessions s ON s.id = c.session_id "
                   "LEFT JOIN facts f ON f.id = c.fact_id "
-                  f"WHERE c.app_id = ? AND {test}"),
-            (app_id, *params),
+                  f"WHERE {test}"),
+            params,
         ).fetchall()
         for r in rows:
+            if r[11] != app_id:
+                continue
             out[int(r[0])] = ChunkRow(int(r[0]), text(r[1]), text(r[2]), text(r[3]), text(r[4]), _roles(text(r[5])),
                                       text(r[6]), r[7], r[8], r[9], _metadata(r[10]))
     return out
