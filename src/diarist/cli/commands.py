@@ -280,13 +280,14 @@ def _register_other_commands() -> None:
     from ..bench.cli import bench
     from ..server.cli import commands
     from .backup import commands as backup_commands
+    from .demo import demo
     from .items import commands as item_commands
     from .migrate import commands as migrate_commands
     from .models import commands as model_commands
     from .sync import sync
     from ..ui.cli import ui
 
-    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, *model_commands, sync, bench, ui):
+    for command in (*item_commands, *commands, *backup_commands, *migrate_commands, *model_commands, sync, bench, ui, demo):
         main.add_command(command)
 
 
