@@ -72,6 +72,8 @@ def load_locomo() -> list[dict[str, Any]]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--heavy", action="store_true", default=False,
                      help="Also run the heavy reliability loops (minutes; their figures are in RELIABILITY.md).")
+    parser.addoption("--update-docs", action="store_true", default=False,
+                     help="tests/test_docs.py: rewrite the outputs README.md and docs/ show with what the commands print now.")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
