@@ -23,7 +23,7 @@ from .types import Chunk, Hit, Message
 from .write.plan import ChunkSet, IndexPlan
 from .write.validate import SessionInput
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Memory",
