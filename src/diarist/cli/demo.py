@@ -8,6 +8,7 @@ where a checkout has one.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def _run(db: Path, shown_db: str, locomo_path: str | None, k: int, budget: int, 
         for question in questions:
             click.echo(f"\nQ: {question}")
             hits = memory.search(question, app=app, k=k, now=now, explain=True)
-            for line in hit_lines(hits, question):
+            for line in hit_lines(hits):
                 click.echo(line)
         question = questions[0]
         click.echo(f"\nThe context block an agent is given for {question!r} ({budget} tokens at most):\n")
@@ -79,16 +80,25 @@ def _import(memory, source: Path, app: str, shown: str) -> str:
             f"app {app!r}.")
 
 
-def hit_lines(hits, question: str) -> list[str]:
-    """Each hit: where it comes from and when, its text around the question's rarest word (as
-    `diarist search` shows it), and why it was recalled (as `diarist search --explain` says)."""
+def hit_lines(hits) -> list[str]:
+    """Each hit: where it comes from and when, its text from just before the first word of the
+    question it holds, and why it was recalled (as `diarist search --explain` says)."""
     from ..read.explain import explain_line
-    from .commands import _snippet
 
     lines = []
     for n, hit in enumerate(hits, start=1):
         source = f"fact {hit.fact_id}" if hit.fact_id else f'"{hit.title}"' if hit.title else hit.session_id
         lines.append(f"{n}. [{(hit.date or 'undated')[:10]}] {source}  (score {hit.score:.4f})")
-        lines.append(f"   {_snippet(hit.text, question, width=160)}")
+        lines.append(f"   {_passage(hit)}")
         lines.append(f"   {explain_line(hit)}")
     return lines or ["   nothing found"]
+
+
+def _passage(hit, width: int = 160) -> str:
+    """``width`` characters of the hit's text, from a little before the first word it matched
+    (from its start when it matched none: a hit by meaning alone)."""
+    text = " ".join(hit.text.split())
+    words = (hit.why or {}).get("matched_terms") or []
+    found = [m.start() for word in words if (m := re.search(rf"\b{re.escape(word)}\b", text))]
+    start = max(0, min(found, default=0) - width // 4)
+    return ("..." if start else "") + text[start : start + width] + ("..." if start + width < len(text) else "")
