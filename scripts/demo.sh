@@ -1,18 +1,11 @@
 #!/usr/bin/env bash
-# The demo: ingest real conversations (LoCoMo) into one SQLite file and ask a question whose
-# answer hinges on a rare proper noun. Each hit shows its rank in the dense and lexical channels.
+# The demo: `diarist demo` imports the sample data shipped in the package (a ChatGPT and a
+# Claude.ai export, notes, facts), asks a few questions, shows each hit and why, and prints the
+# context block an agent is given. It runs the checkout's .venv, made first when missing (no
+# torch, no test extras). Arguments are passed on:
+#   bash scripts/demo.sh --db demo.sqlite     keep the memory, to explore it afterwards
+#   bash scripts/demo.sh --locomo ../shared/data/locomo_dev.json.gz     the LoCoMo benchmark instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATA="${DIARIST_DEMO_DATA:-../shared/data/locomo_dev.json.gz}"
-DB="${DIARIST_DEMO_DB:-demo.sqlite}"
-QUESTION='What did Caroline take away from the book "Becoming Nicole"?'
-
-diarist ingest "$DATA" --db "$DB" --app locomo
-echo
-echo "Q: $QUESTION"
-echo "--- default search (dense + BM25, a convex fusion of their normalised scores, then the evidence stage):"
-diarist search "$QUESTION" --db "$DB" --app locomo -k 3
-echo "--- vectors only (DIARIST_LEXICAL_FUSION=0):"
-DIARIST_LEXICAL_FUSION=0 diarist search "$QUESTION" --db "$DB" --app locomo -k 3
-echo "--- the context block an agent is given (diarist context: dated memories, the answer turn whole; 400 tokens here, 1000 by default):"
-diarist context "$QUESTION" --db "$DB" --app locomo --budget 400
+[ -x .venv/bin/diarist ] || { python3 -m venv .venv && .venv/bin/pip install -q -e .; }
+exec .venv/bin/diarist demo "$@"

@@ -1,5 +1,9 @@
 """Shared fixtures for the test suite: real SQLite files in tmp_path, real data from ../shared/data.
 
+The benchmark data is optional: a fresh clone has no ../shared, and every test that reads it
+skips with a one-line reason then (``data_file``, ``needs_data``). DIARIST_SHARED_DATA names
+another folder; pointing it at a missing one hides the data (how .ci/run checks the skips).
+
 The hash embedder (deterministic, no semantics) stands in for the model everywhere except the
 tests marked ``model``, which load the real default embedder.
 """
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 import sqlite3
 from pathlib import Path
@@ -25,9 +30,32 @@ from diarist.memory import Memory
 
 from pg_server import pg_server  # noqa: F401  (a real PostgreSQL server, session-scoped)
 
-#: ../shared/data beside the project checkout (CI has the same copy there).
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: ../shared/data beside the project checkout (CI has the same copy there), or DIARIST_SHARED_DATA.
+DATA_DIR = Path(os.environ.get("DIARIST_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 LOCOMO_PATH = DATA_DIR / "locomo_dev.json.gz"
+LONGMEMEVAL_PATH = DATA_DIR / "longmemeval_s_dev.json.gz"
+
+
+def missing_data(*paths: Path) -> str | None:
+    """Why a test that reads these benchmark files cannot run, or None when they are all there."""
+    absent = [p.name for p in paths if not p.exists()]
+    if not absent:
+        return None
+    return f"benchmark data not found: {', '.join(absent)} in {DATA_DIR} (../shared/data beside the checkout)"
+
+
+def needs_data(*paths: Path) -> pytest.MarkDecorator:
+    """Skip the test (one line, saying which file) unless every one of these benchmark files exists."""
+    reason = missing_data(*paths)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def data_file(path: Path) -> Path:
+    """This benchmark file, or skip the calling test with the reason."""
+    reason = missing_data(path)
+    if reason:
+        pytest.skip(reason)
+    return path
 
 _locomo_cache: list[dict[str, Any]] | None = None
 
@@ -36,9 +64,7 @@ def load_locomo() -> list[dict[str, Any]]:
     """The LoCoMo dev conversations, or skip the test with the reason."""
     global _locomo_cache
     if _locomo_cache is None:
-        if not LOCOMO_PATH.exists():
-            pytest.skip(f"LoCoMo data not found at {LOCOMO_PATH} (expected ../shared/data beside the checkout)")
-        with gzip.open(LOCOMO_PATH, "rt", encoding="utf-8") as f:
+        with gzip.open(data_file(LOCOMO_PATH), "rt", encoding="utf-8") as f:
             _locomo_cache = json.load(f)
     return _locomo_cache
 
@@ -46,6 +72,8 @@ def load_locomo() -> list[dict[str, Any]]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--heavy", action="store_true", default=False,
                      help="Also run the heavy reliability loops (minutes; their figures are in RELIABILITY.md).")
+    parser.addoption("--update-docs", action="store_true", default=False,
+                     help="tests/test_docs.py: rewrite the outputs README.md and docs/ show with what the commands print now.")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import LOCOMO_PATH, LONGMEMEVAL_PATH, data_file, needs_data
+
 from diarist.bench.cli import bench
 from diarist.bench.data import parse_evidence
 from diarist.bench.extract import condense
@@ -19,15 +21,10 @@ from diarist.embed import get_embedder
 from diarist.types import Message
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-LME = DATA / "longmemeval_s_dev.json.gz"
-LOCOMO = DATA / "locomo_dev.json.gz"
+LME, LOCOMO = LONGMEMEVAL_PATH, LOCOMO_PATH
 RESULTS = ROOT / "benchmarks" / "results"
 
-needs_data = pytest.mark.skipif(
-    not (LME.exists() and LOCOMO.exists()),
-    reason=f"benchmark data not found at {DATA} (the dev files live in ../shared/data beside the checkout)",
-)
+needs_data = needs_data(LME, LOCOMO)
 
 
 # -- metrics, as pure functions ----------------------------------------------------------------
@@ -86,8 +83,7 @@ def test_session_document_reads_one_window():
 
 @pytest.fixture(scope="module")
 def slice_runs(tmp_path_factory):
-    if not (LME.exists() and LOCOMO.exists()):
-        pytest.skip(f"benchmark data not found at {DATA}")
+    data_file(LME), data_file(LOCOMO)
     out = tmp_path_factory.mktemp("bench")
     cache = out / "cache.sqlite"
     cli = CliRunner()

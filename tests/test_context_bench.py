@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import LONGMEMEVAL_PATH, needs_data
 
 from diarist.bench import context_bench as cb
 from diarist.bench.cli import bench
@@ -17,9 +18,8 @@ from diarist.bench.report import verify_run
 from diarist.write.validate import FactInput, SessionInput
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-LME = DATA / "longmemeval_s_dev.json.gz"
-needs_data = pytest.mark.skipif(not LME.exists(), reason=f"benchmark data not found at {DATA}")
+LME = LONGMEMEVAL_PATH
+needs_data = needs_data(LME)
 
 CODING = [
     {"role": "user", "content": "How do I reverse a list in Python without copying it?"},

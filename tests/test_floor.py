@@ -8,6 +8,7 @@ from pathlib import Path
 from diarist import Memory
 
 from benchmark_scripts import load_benchmark_script
+from conftest import LOCOMO_PATH, data_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,12 +132,9 @@ def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> No
     """The rows' ``personal`` and coverage are what diarist.read.floor gives today over each LoCoMo
     conversation's lexical index (hash embedder: the index does not depend on it), so a change to
     the rule (a name counts when every word of it is held) cannot leave the calibration stale."""
-    import pytest
-
     script = _floor_script()
-    path = script.DATA / "locomo_dev.json.gz"
-    if not path.exists():
-        pytest.skip("no LoCoMo dev data")
+    path = data_file(script.DATA / "locomo_dev.json.gz")
+    data_file(LOCOMO_PATH)  # hidden by DIARIST_SHARED_DATA too
     from diarist.bench.data import load_locomo
 
     folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"

@@ -388,9 +388,9 @@ def test_legacy_names_stay_importable(tmp_path):
     assert legacy.sessions_from_file(CHATGPT)[0] == "chatgpt"
 
 
-def test_readme_documents_every_format():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Importing your history", 1)[1].split("\n## ", 1)[0]
+def test_the_importing_page_documents_every_format():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "importing.md").read_text()
+    section = page.split("# Importing your history", 1)[1].split("\n## ", 1)[0]
     for name in FORMATS:
         assert f"--format {name}" in section or f"`{name}`" in section, name
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from benchmark_scripts import load_benchmark_script
+from conftest import LONGMEMEVAL_PATH, needs_data
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "peers.py"
@@ -20,8 +21,8 @@ def test_help():
     assert "--sizes" in out.stdout and "--plot" in out.stdout
 
 
+@needs_data(LONGMEMEVAL_PATH)  # the corpus is benchmarks/scale.py's, cut from LongMemEval
 def test_smallest_run_writes_the_result_shape(tmp_path):
-    assert (ROOT.parent / "shared" / "data" / "longmemeval_s_dev.json.gz").exists(), "the LongMemEval file is missing"
     subprocess.run(
         [sys.executable, str(SCRIPT), "--sizes", "2000", "--systems", ",".join(SYSTEMS), "--queries", "20",
          "--repeats", "1", "--records", "8", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path)],

@@ -43,6 +43,13 @@ def test_the_reference_stays_a_reference():
     assert len(REFERENCE.read_text(encoding="utf-8").splitlines()) <= 420
 
 
+def test_the_readme_stays_a_first_hour():
+    """At most 300 lines, the agent first: the rest is one page a subject in docs/, linked."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    assert text.index("## Give your agent a memory") < text.index("## Everyday commands") < text.index("## Layout")
+
+
 def _layout_block() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("## Layout")

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing itself would be most of this module's import tim
 if TYPE_CHECKING:
     from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Each public name and the module that defines it.
 _WHERE = {

@@ -30,6 +30,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "is relevant."),
     "delete": ("diarist.cli.commands",
                "Delete a session or fact by ID (text, vectors and index postings), or a whole app."),
+    "demo": ("diarist.cli.demo", "Show what diarist does, on its own sample data: import a few conversations (a "
+             "ChatGPT and a Claude.ai export), notes and facts, ask questions a person would ask, show each hit and "
+             "why it was recalled, and print the context block an agent would be given."),
     "doctor": ("diarist.cli.commands", "Check the database (schema objects diarist did not create included), the "
                "embedder and each app's indexes (the HNSW graph's recall too, which /health skips); exit 1 on any "
                "problem."),
