@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import settings
+from ..lexical import analyze
+from ..types import Hit
+from .trace import Trace
 
 
 @dataclass(frozen=True)
@@ -63,3 +66,21 @@ def _verdict(item: ItemSignals, best: float | None, params: CutParams) -> str | 
     else:
         return None
     return f"{meaning}, and it holds {item.coverage:.0%} of the question's terms (under {params.min_coverage:.0%})"
+
+
+def cut_memories(hits: Sequence[Hit], terms: Sequence[str], params: CutParams, trace: Trace) -> list[Hit]:
+    """The cut over ranked memories (``terms``: the question's own index terms): those it keeps,
+    in order; records "cut" and what it left out."""
+    wanted = set(terms)
+    signals = [ItemSignals(hit.scores.get("dense"),
+                           len(wanted.intersection(analyze(hit.text))) / len(wanted) if wanted else 0.0)
+               for hit in hits]
+    verdicts = cut(signals, params)
+    for hit, why in zip(hits, verdicts):
+        if why is not None:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "cut", why, hit.score)
+    kept = [hit for hit, why in zip(hits, verdicts) if why is None]
+    trace.record("cut", len(kept), len(hits) - len(kept),
+                 f"cosine under {params.min_cosine:g} or over {params.max_gap:g} below the best, "
+                 f"and under {params.min_coverage:.0%} of the question's terms: left out")
+    return kept
