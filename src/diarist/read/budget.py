@@ -6,6 +6,16 @@ passages that fit in their original order. A memory whose best passage does not 
 (never cut), and a note says so. Tokens are counted with the embedder's tokenizer, the block's
 frame and each entry's header line included.
 
+One rule holds across the three: **the block never leaves out the memories best by meaning while
+it keeps another**: the memory of the highest cosine among those ranked, and the next ones up to
+``settings.BLOCK_KEEP_BY_MEANING`` that reach the cut's cosine floor (``CUT_MIN_COSINE``).
+The cut keeps them (however low their cosine), the trim shows each at least by its closest line,
+and the budget places them right after the first when they would not fit in rank order. A memory
+first by fused score can owe its place to a word that carries no evidence, and a short stated fact
+can sit just under a long conversation by cosine; the memories closest in meaning are the agent's
+best hint that the answer exists, and a pointer to one costs a line. The block's cuts by fused
+score (``min_score``, ``relative_cut``) are the caller's own and are not overruled.
+
 ``BlockOptions`` is what a context read asks of its block, checked once; a ``Draft`` carries it
 and what the block's stages decided from stage to stage (``Memory.context`` runs
 ``search(after=[draft, "cut", "trim", "budget"])``), and ``finish`` lays the block out
@@ -18,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .. import settings
 from ..errors import InvalidInput
 from ..types import Hit
 from ..write.validate import shown
@@ -95,6 +106,8 @@ class Draft:
     # (for a LinesParams trim; ``options.line_cosines`` given: that one).
     lines_of_vector: Callable[[Any], LineCosines] | None = None
     begun: bool = False
+    by_meaning: list[tuple[str | None, str | None]] = field(default_factory=list)  # (session, fact): kept whatever else
+    pointers: list[tuple[str | None, str | None]] = field(default_factory=list)  # of those, kept by that rule alone
 
     def __call__(self, search: BlockRead) -> None:
         """The draft as a read stage, ahead of the block's: the search builds this block."""
@@ -110,6 +123,11 @@ class Draft:
         self.terms = list(search.question.own_terms)
         if self.options.line_cosines is None and self.lines_of_vector is not None and isinstance(self.options.trim, LinesParams):
             self.options = replace(self.options, line_cosines=self.lines_of_vector(search.question_vector))
+
+    def places_by_meaning(self, hits: Sequence[Hit]) -> list[int]:
+        """Where the memories best by meaning are among ``hits``, in order."""
+        wanted = set(self.by_meaning)
+        return [place for place, hit in enumerate(hits) if _key(hit) in wanted]
 
     def current(self, search: BlockRead) -> list[Hit]:
         """The memories the block's stages have passed on so far (none ran: the first k ranked)."""
@@ -132,10 +150,20 @@ def cut_stage(search: BlockRead) -> None:
     draft = getattr(search, "block", None)
     draft = draft if isinstance(draft, Draft) else None
     params = draft.options.cut if draft is not None else CutParams()
+    ranked = search.hits[: search.k]
+    closest = best_by_meaning(ranked, settings.BLOCK_KEEP_BY_MEANING if draft is not None else 0)
+    # The closest always; the next ones when they reach the cut's cosine floor (a memory at a
+    # cosine near 0 is no hint, however close it comes after the best).
+    floor = params.min_cosine if params is not None else 2.0
+    closest = closest[:1] + [hit for hit in closest[1:] if hit.scores["dense"] >= floor]
+    rescued: list[Hit] = []
     if params is not None:
-        search.hits = cut_memories(search.hits[: search.k], search.question.own_terms, params, search.trace)
+        search.hits, rescued = cut_memories(ranked, search.question.own_terms, params, search.trace,
+                                            keep={place for place, hit in enumerate(ranked) if any(hit is c for c in closest)})
     if draft is not None:
         draft.begin(search)
+        draft.by_meaning = [_key(hit) for hit in closest]
+        draft.pointers = [_key(hit) for hit in rescued]
         draft.hits = score_cut(search.hits[: search.k], draft, search.trace, search.comparable)
 
 
@@ -143,8 +171,11 @@ def trim_stage(search: BlockRead) -> None:
     """The trim (``diarist.read.lines.trim_block``): each memory shown as the block's ``trim`` says."""
     draft = draft_of(search, "trim")
     options = draft.options
-    draft.hits, ranked = trim_block(draft.current(search), options.trim, draft.terms, options.line_cosines,
-                                    search.trace)
+    hits = draft.current(search)
+    pointers = set(draft.pointers)
+    draft.hits, ranked = trim_block(hits, options.trim, draft.terms, options.line_cosines, search.trace,
+                                    keep=draft.places_by_meaning(hits),
+                                    pointers=[place for place, hit in enumerate(hits) if _key(hit) in pointers])
     draft.trimmed |= set(ranked)
     draft.shown_as.update(ranked)
 
@@ -153,6 +184,16 @@ def budget_stage(search: BlockRead) -> None:
     """The budget: what of the memories left fits the block (``fill_budget``)."""
     draft = draft_of(search, "budget")
     fill_budget(draft.current(search), draft, search.trace)
+
+
+def best_by_meaning(hits: Sequence[Hit], n: int) -> list[Hit]:
+    """The ``n`` memories with the highest cosines to the question (the first of equals first)."""
+    scored = [hit for hit in hits if hit.scores.get("dense") is not None]
+    return sorted(scored, key=lambda hit: -hit.scores["dense"])[:n]
+
+
+def _key(hit: Hit) -> tuple[str | None, str | None]:
+    return hit.session_id, hit.fact_id
 
 
 def score_cut(hits: Sequence[Hit], draft: Draft, trace: Trace, comparable: bool = True) -> list[Hit]:
@@ -197,6 +238,11 @@ def fill_budget(hits: Sequence[Hit], draft: Draft, trace: Trace) -> None:
         notes.append(f"budget of {budget} tokens cannot hold the block's frame ({frame} tokens)")
         return
     fills, used = fill(hits, count, budget, frame)
+    missing = [place for place in draft.places_by_meaning(hits) if place and not _placed(fills, hits[place])]
+    if missing and any(placed for _, placed in fills):
+        # Memories best by meaning that did not fit in rank order go right after the first.
+        hits = [hits[0], *(hits[p] for p in missing), *(h for p, h in enumerate(hits[1:], 1) if p not in missing)]
+        fills, used = fill(hits, count, budget, frame)
     chosen = []
     for hit, placed in fills:
         if placed:
@@ -214,6 +260,10 @@ def fill_budget(hits: Sequence[Hit], draft: Draft, trace: Trace) -> None:
                  + (f"; {shortened} memory shown by some of its passages" if shortened == 1 else
                     f"; {shortened} memories shown by some of their passages" if shortened else ""))
     draft.chosen = chosen
+
+
+def _placed(fills: list[tuple[Hit, set[int]]], hit: Hit) -> bool:
+    return any(placed for shown, placed in fills if _key(shown) == _key(hit))
 
 
 def finish(draft: Draft, trace: Trace, search_notes: Sequence[str] = ()) -> ContextBlock:

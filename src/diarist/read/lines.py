@@ -103,7 +103,9 @@ def gated(hits: Sequence[Hit], cosines: LineCosines, params: LinesParams) -> tup
     best = closest_line(hits[0], cosines)
     if best >= params.gate:
         return params, None
-    return (replace(params, first_whole_cosine=2.0, whole=0),
+    # A list of pointers: every memory the cut kept (up to max_rest), by its closest line, however
+    # far: when none is close, the agent should see what there is rather than one guess.
+    return (replace(params, first_whole_cosine=2.0, whole=0, min_line_cosine=settings.POINTERS_GATED_MIN_LINE_COSINE),
             f"none shown whole: the best memory's closest line has cosine {best:.2f}, under {params.gate:g}")
 
 
@@ -222,11 +224,15 @@ def why_left_out(place: int, params: LinesParams) -> str:
 
 
 def trim_block(hits: Sequence[Hit], trim: TrimParams | LinesParams | None, terms: Sequence[str],
-               line_cosines: LineCosines | None, trace: Trace) -> tuple[list[Hit], dict[int, Hit]]:
+               line_cosines: LineCosines | None, trace: Trace, keep: Sequence[int] = (),
+               pointers: Sequence[int] = ()) -> tuple[list[Hit], dict[int, Hit]]:
     """The trim stage: the memories as the block shows them (by their lines closest in meaning,
     a ``LinesParams``, or holding the question's ``terms``, a ``TrimParams``), those it leaves
     out dropped, and for each one shown by some of its lines (by ``id``) the ranked memory it
-    comes from. Records "trim"; nothing to trim (no hits, or ``trim`` None): as they are, no record."""
+    comes from. Records "trim"; nothing to trim (no hits, or ``trim`` None): as they are, no record.
+    ``keep``: the places of the memories best by meaning, never left out while another stays (each
+    shown by its closest line, or its best passage); ``pointers``: places shown that way only (kept
+    by that rule alone, not by the cut's own signals)."""
     hits = list(hits)
     if trim is None or not hits:
         return hits, {}
@@ -241,6 +247,13 @@ def trim_block(hits: Sequence[Hit], trim: TrimParams | LinesParams | None, terms
         shown_as = trim_hits(hits, terms, trim)
         why_out = lambda place: "no line holds a selective term of the question, and a better memory does"  # noqa: E731
         shown_by = "matching lines"
+    for place in pointers:
+        if shown_as[place] is not None:
+            shown_as[place] = _closest_only(hits[place], line_cosines)
+    if any(shown_as):
+        for place in keep:
+            if shown_as[place] is None:
+                shown_as[place] = _closest_only(hits[place], line_cosines)
     for place, (hit, kept) in enumerate(zip(hits, shown_as)):
         if kept is None:
             trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", why_out(place), hit.score)
@@ -250,3 +263,17 @@ def trim_block(hits: Sequence[Hit], trim: TrimParams | LinesParams | None, terms
                  f"{n} memory cut to its {shown_by}" if n == 1 else f"{n} memories cut to their {shown_by}")
     ranked = {id(kept[0]): hit for hit, kept in zip(hits, shown_as) if kept is not None and kept[1]}
     return [hit for hit, _ in pairs], ranked
+
+
+def _closest_only(hit: Hit, line_cosines: LineCosines | None) -> tuple[Hit, bool]:
+    """A memory by its one closest line (without line cosines: its best passage)."""
+    if line_cosines is not None:
+        shown = by_meaning([hit], line_cosines, LinesParams(first_whole_cosine=2.0, first_lines=1, min_line_cosine=-1.0,
+                                                            context=0, after=0, whole=0, gate=-1.0))[0]
+        if shown is not None:
+            return shown
+    texts = hit.passages or [hit.text]
+    if len(texts) == 1:
+        return hit, False
+    best = (hit.passage_ranks or [0])[0]
+    return replace(hit, text=texts[best], passages=[texts[best]], passage_ranks=[0]), True

@@ -32,7 +32,7 @@ from ..write.validate import shown
 from ..vectors import DenseIndex, ExactDenseIndex
 from .budget import budget_stage, cut_stage, trim_stage
 from .explain import explain_hit
-from .floor import Floor, verdict
+from .floor import HELD_WHOLE_DEPTH, Floor, holds_every_term, verdict
 from .fusion import FUSIONS, Fused, convex, rrf
 from .group import group_by_item
 from .question import Question
@@ -279,6 +279,8 @@ def apply_floor(search: Search) -> None:
     lexical_index, app = search.channels.lexical, search.app
     held = (lambda terms: lexical_index.held(app, terms)) if search.settings.lexical else (lambda terms: None)
     why = verdict(floor, search.best_cosine, search.question, held)
+    if why is not None and search.settings.lexical and _held_whole(search):
+        why = None  # a memory holds every word of the question, or is named by it: answered
     if why is None:
         search.trace.record("floor", len(search.dense), 0, f"passed (best cosine {search.best_cosine:.3f})")
         return
@@ -288,6 +290,18 @@ def apply_floor(search: Search) -> None:
     for cid, cosine in search.dense[: search.k]:
         search.trace.drop(f"chunk {cid}", "floor", why, cosine)
     search.done = True
+
+
+def _held_whole(search: Search) -> bool:
+    """Whether one of either channel's best few memories holds every word of the question or is
+    named by it (``floor.holds_every_term``): read only where the floor would answer nothing."""
+    try:
+        ranking = search.lexical_job.result() if search.lexical_job is not None else []
+    except LexicalUnavailable:
+        ranking = []
+    chunks = dict.fromkeys(cid for cid, _ in [*ranking[:HELD_WHOLE_DEPTH], *search.dense[:HELD_WHOLE_DEPTH]])
+    rows = search.channels.store.fetch_chunks(search.app, list(chunks))
+    return any(holds_every_term(search.question, row.text, row.metadata) for row in rows.values())
 
 
 def fuse(search: Search) -> None:
