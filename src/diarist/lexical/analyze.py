@@ -29,13 +29,17 @@ STOPWORDS = frozenset(
 #: Temporal fillers: they ask for the current state ("Where do I live now?"), which the second
 #: stage and the block's dates answer; as terms they match whichever chat says "now".
 QUESTION_FILLERS = frozenset(
-    """now nowadays currently current presently still anymore today lately recently""".split()
+    """now nowadays currently current presently still anymore today""".split()
 )
-#: Scaffolding: pieces of contractions ("what's", "I'm", "don't") and the words around a request.
+#: Scaffolding: pieces of contractions ("I'm", "don't") and the words around a request. ("won" of
+#: "won't" is a word too; "s" is taken out only after the words it contracts, below.)
 QUESTION_SCAFFOLDING = frozenset(
-    """s t m d ll re ve don doesn didn isn aren wasn weren won wouldn couldn shouldn haven hasn hadn
+    """t m d ll re ve don doesn didn isn aren wasn weren wouldn couldn shouldn haven hasn hadn
     am please""".split()
 )
+#: The words whose "'s" is "is", "has" or "us" ("what's", "where's", "let's"): the "s" after them
+#: is scaffolding; after a name it is a possessive ("Calvin's concert") and is searched as before.
+CONTRACTED = frozenset("what where who how when why it that there here he she let".split())
 QUESTION_STOPWORDS = STOPWORDS | QUESTION_FILLERS | QUESTION_SCAFFOLDING
 #: Phrases of the same kinds, taken out of a question before it is analysed.
 QUESTION_PHRASES = re.compile(
@@ -88,7 +92,8 @@ def analyze_question(text: str) -> list[str]:
     no evidence in a question (``QUESTION_STOPWORDS``, ``QUESTION_PHRASES``). A question made only
     of them keeps its plain terms (something must be searched for)."""
     kept = QUESTION_PHRASES.sub(" ", unicodedata.normalize("NFKC", text))
-    kept = unicodedata.normalize("NFKC", kept).casefold()
+    words = _TOKEN.findall(unicodedata.normalize("NFKC", kept).casefold())
     get = _STEMS.get
-    terms = [get(w) or stem(w) for w in _TOKEN.findall(kept) if w not in QUESTION_STOPWORDS]
+    terms = [get(w) or stem(w) for n, w in enumerate(words)
+             if w not in QUESTION_STOPWORDS and not (w == "s" and n and words[n - 1] in CONTRACTED)]
     return terms or analyze(text)
