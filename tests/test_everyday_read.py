@@ -172,15 +172,18 @@ def test_the_trim_never_drops_the_memory_closest_in_meaning():
     assert [h.session_id for h in shown] == ["chat-japan", "fact-porto"]
 
 
-def test_the_budget_places_the_memory_closest_in_meaning_after_the_first():
+def test_the_budget_shows_the_memory_closest_in_meaning_by_its_closest_line_when_it_does_not_fit():
     words = lambda text: len(text.split())  # noqa: E731
     long = " ".join(["word"] * 120)
-    hits = [_hit("a", 0.3, long, 0.9), _hit("b", 0.1, long, 0.8), _hit("c", 0.2, "The user moved to Porto.", 0.7)]
+    fact = "The user moved to Porto.\n" + " ".join(["filler"] * 120)
+    hits = [_hit("a", 0.3, long, 0.9), _hit("b", 0.1, long, 0.8), _hit("c", 0.2, fact, 0.7)]
     frame = words(HEADER) + words(FOOTER)
-    budget = frame + sum(words(format_snippet(999, h)) for h in hits[:2]) + 2  # a and b fit, then not c
-    plain = Draft(BlockOptions(words, budget))
+    budget = frame + sum(words(format_snippet(999, h)) for h in hits[:2]) + 12  # a and b fit, then not c whole
+    cosines = lambda lines: [0.5 if "Porto" in line else 0.0 for line in lines]  # noqa: E731
+    plain = Draft(BlockOptions(words, budget, line_cosines=cosines))
     fill_budget(hits, plain, Trace())
     assert [h.session_id for h, _, _ in plain.chosen] == ["a", "b"]  # the fact did not fit in rank order
-    ruled = Draft(BlockOptions(words, budget), by_meaning=[("a", None), ("c", None)])
+    ruled = Draft(BlockOptions(words, budget, line_cosines=cosines), by_meaning=[("a", None), ("c", None)])
     fill_budget(hits, ruled, Trace())
-    assert [h.session_id for h, _, _ in ruled.chosen][:2] == ["a", "c"]
+    assert [h.session_id for h, _, _ in ruled.chosen] == ["a", "b", "c"]  # the others keep their passages
+    assert ruled.chosen[2][1] == "The user moved to Porto."

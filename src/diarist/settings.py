@@ -107,7 +107,7 @@ POINTERS_GATED_MIN_LINE_COSINE = -1.0
 # The block never leaves out the BLOCK_KEEP_BY_MEANING memories closest in meaning to the question
 # while it keeps another (diarist.read.budget): the cut keeps them (those it would have left out, as
 # pointers: each by its closest line), the trim shows each at least by its closest line, the budget
-# places them after the first. Fitted with CUT_MIN_COSINE on the everyday set's dev half (grid 0-3 x
+# shows one by its closest line when its passages do not fit. Fitted with CUT_MIN_COSINE on the everyday set's dev half (grid 0-3 x
 # 0.20/0.10/off: the most stated facts in the block, then the fewest tokens), reported on its
 # held-out half; LoCoMo and LongMemEval checked at the point (benchmarks/results/everyday-read/).
 BLOCK_KEEP_BY_MEANING = 3

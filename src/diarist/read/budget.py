@@ -10,7 +10,7 @@ One rule holds across the three: **the block never leaves out the memories best 
 it keeps another**: the memory of the highest cosine among those ranked, and the next ones up to
 ``settings.BLOCK_KEEP_BY_MEANING`` that reach the cut's cosine floor (``CUT_MIN_COSINE``).
 The cut keeps them (however low their cosine), the trim shows each at least by its closest line,
-and the budget places them right after the first when they would not fit in rank order. A memory
+and the budget shows one by its closest line when its passages do not fit. A memory
 first by fused score can owe its place to a word that carries no evidence, and a short stated fact
 can sit just under a long conversation by cosine; the memories closest in meaning are the agent's
 best hint that the answer exists, and a pointer to one costs a line. The block's cuts by fused
@@ -35,7 +35,7 @@ from ..write.validate import shown
 from .block import FOOTER, HEADER, ORDERS, ContextBlock, format_snippet, layout
 from .cut import CutParams, cut_memories
 from .group import PASSAGE_GAP
-from .lines import LineCosines, LinesParams, trim_block
+from .lines import LineCosines, LinesParams, closest_only, trim_block
 from .question import Question
 from .trace import Trace
 from .trim import TrimParams
@@ -240,8 +240,15 @@ def fill_budget(hits: Sequence[Hit], draft: Draft, trace: Trace) -> None:
     fills, used = fill(hits, count, budget, frame)
     missing = [place for place in draft.places_by_meaning(hits) if place and not _placed(fills, hits[place])]
     if missing and any(placed for _, placed in fills):
-        # Memories best by meaning that did not fit in rank order go right after the first.
-        hits = [hits[0], *(hits[p] for p in missing), *(h for p, h in enumerate(hits[1:], 1) if p not in missing)]
+        # A memory best by meaning whose passages did not fit is shown by its closest line instead,
+        # in its place: a pointer costs a line (moving it up would push out the passages of others).
+        hits = list(hits)
+        for place in missing:
+            pointer, trimmed = closest_only(hits[place], options.line_cosines)
+            if trimmed:
+                draft.trimmed.add(id(pointer))
+                draft.shown_as[id(pointer)] = draft.shown_as.get(id(hits[place]), hits[place])
+            hits[place] = pointer
         fills, used = fill(hits, count, budget, frame)
     chosen = []
     for hit, placed in fills:

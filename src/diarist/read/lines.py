@@ -249,11 +249,11 @@ def trim_block(hits: Sequence[Hit], trim: TrimParams | LinesParams | None, terms
         shown_by = "matching lines"
     for place in pointers:
         if shown_as[place] is not None:
-            shown_as[place] = _closest_only(hits[place], line_cosines)
+            shown_as[place] = closest_only(hits[place], line_cosines)
     if any(shown_as):
         for place in keep:
             if shown_as[place] is None:
-                shown_as[place] = _closest_only(hits[place], line_cosines)
+                shown_as[place] = closest_only(hits[place], line_cosines)
     for place, (hit, kept) in enumerate(zip(hits, shown_as)):
         if kept is None:
             trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", why_out(place), hit.score)
@@ -265,7 +265,7 @@ def trim_block(hits: Sequence[Hit], trim: TrimParams | LinesParams | None, terms
     return [hit for hit, _ in pairs], ranked
 
 
-def _closest_only(hit: Hit, line_cosines: LineCosines | None) -> tuple[Hit, bool]:
+def closest_only(hit: Hit, line_cosines: LineCosines | None) -> tuple[Hit, bool]:
     """A memory by its one closest line (without line cosines: its best passage)."""
     if line_cosines is not None:
         shown = by_meaning([hit], line_cosines, LinesParams(first_whole_cosine=2.0, first_lines=1, min_line_cosine=-1.0,
