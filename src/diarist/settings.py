@@ -100,10 +100,6 @@ POINTERS_MIN_LINE_COSINE = 0.3
 # shown whole, each by its closest lines (lines_cv_keep.json: 0.3 in sample, in 4 of 5 folds and
 # fitted on LongMemEval alone; a question the memory cannot answer gets pointers, not pages).
 POINTERS_GATE = 0.3
-# ... and then each memory the cut kept is a pointer, by its closest line, when that line reaches
-# POINTERS_GATED_MIN_LINE_COSINE (-1: however far; 0.3, POINTERS_MIN_LINE_COSINE, before issue 41:
-# an everyday question's answer, a short fact, was left out beside one unrelated conversation).
-POINTERS_GATED_MIN_LINE_COSINE = -1.0
 # The block never leaves out the BLOCK_KEEP_BY_MEANING memories closest in meaning to the question
 # while it keeps another (diarist.read.budget): the cut keeps them (those it would have left out, as
 # pointers: each by its closest line), the trim shows each at least by its closest line, the budget

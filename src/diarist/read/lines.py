@@ -103,9 +103,7 @@ def gated(hits: Sequence[Hit], cosines: LineCosines, params: LinesParams) -> tup
     best = closest_line(hits[0], cosines)
     if best >= params.gate:
         return params, None
-    # A list of pointers: every memory the cut kept (up to max_rest), by its closest line, however
-    # far: when none is close, the agent should see what there is rather than one guess.
-    return (replace(params, first_whole_cosine=2.0, whole=0, min_line_cosine=settings.POINTERS_GATED_MIN_LINE_COSINE),
+    return (replace(params, first_whole_cosine=2.0, whole=0),
             f"none shown whole: the best memory's closest line has cosine {best:.2f}, under {params.gate:g}")
 
 
