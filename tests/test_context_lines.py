@@ -100,8 +100,8 @@ def test_memory_context_by_meaning_end_to_end():
     pointers = m.context("Where did my cat hide?", trim="pointers")
     assert "Miso hid under the porch" in str(pointers) and "trim" in [r.stage for r in pointers.trace]
     # the default serves the pointers, where the cut fitted with them applies (the default model)
-    assert m.cut is not None and [r.to_dict() for r in m.context("Where did my cat hide?").trace] == \
-        [r.to_dict() for r in pointers.trace]
+    untimed = lambda trace: [{**r.to_dict(), "ms": None} for r in trace]  # noqa: E731 - times differ by run
+    assert m.cut is not None and untimed(m.context("Where did my cat hide?").trace) == untimed(pointers.trace)
     uncut = m.derive(cut=None)
     assert "trim" not in [r.stage for r in uncut.context("Where did my cat hide?").trace]
     uncut.close()

@@ -10,6 +10,7 @@ import pytest
 
 import diarist.read.question as question_module
 from diarist.context import build_context
+from diarist.errors import InvalidInput
 from diarist.memory import Memory
 from diarist.read.cut import CutParams, ItemSignals, cut
 from diarist.read.question import Question
@@ -75,7 +76,7 @@ def test_the_question_is_parsed_once_per_search(notes, monkeypatch):
 
 def test_every_stage_records_what_it_decided(notes):
     results = notes.search("What did Caroline paint?", app="me", k=2)
-    assert [r.stage for r in results.trace] == ["channels", "fusion", "fetch", "second_stage", "group"]
+    assert [r.stage for r in results.trace] == ["channels", "fusion", "fetch", "second-stage", "group"]
     assert results.trace[-1].kept >= len(results) and results.dropped == []  # dropped: only when explaining
     assert all(hit.why is None for hit in results)
     block = notes.context("What did Caroline paint?", app="me", budget_tokens=400)
@@ -286,3 +287,38 @@ def test_matched_terms_are_every_word_the_analyzer_matches():
         reference.setdefault(stem(word.casefold()), word) if stem(word.casefold()) in wanted else None
     assert matched_terms(text, question) == list(reference.values())
     assert {"Dying", "early", "happy", "Galleries", "Skis", "news"} <= set(matched_terms(text, question))
+
+
+def test_one_list_of_stage_names_for_the_registry_and_the_trace_and_each_record_is_timed():
+    """The block's stages (cut, trim, budget) are read stages like the others: registered under
+    the names the trace records, in the order of the one list, each record with its time."""
+    from diarist.read.search import STAGES
+    from diarist.read.trace import STAGE_NAMES
+
+    assert list(STAGES)[: len(STAGE_NAMES)] == list(STAGE_NAMES)
+    assert STAGE_NAMES[-3:] == ("cut", "trim", "budget")
+    with Memory(":memory:") as m:
+        m.add_session([{"role": "user", "content": "My cat Miso hid under the porch all afternoon."},
+                       {"role": "assistant", "content": "Cats hide when something new scares them."}],
+                      app="me", session_id="s1", date="2025-05-01")
+        m.add_fact("The user moved to Porto in June 2025.", app="me", fact_id="f1", date="2025-06-20")
+        block = m.context("Where did my cat hide?", app="me")
+        names = [r.stage for r in block.trace]
+        assert names == [n for n in STAGE_NAMES if n in names] and names[-3:] == ["cut", "trim", "budget"]
+        assert all(isinstance(r.ms, float) and r.ms >= 0 for r in block.trace)
+        assert all("ms" in r for r in block.to_dict()["trace"])
+        # the block's own stages refuse to run in a search that builds no block
+        with pytest.raises(InvalidInput, match="budget stage builds a context block"):
+            m.search("Where did my cat hide?", app="me", after=["budget"])
+
+
+def test_the_http_route_reads_a_chat_as_with_context_does():
+    """server/routes/context.py asks ``question_of`` (diarist.chat), not a copy of it: a text
+    part list and a follow-up give the same question and previous turn as Memory.with_context."""
+    from diarist.chat import question_of
+
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "assistant", "content": "Hello!"},
+                {"role": "user", "content": [{"type": "text", "text": "Where do I live?"}]}]
+    assert question_of(messages) == ("Where do I live?", "Hello!")
+    source = (Path(__file__).resolve().parents[1] / "src" / "diarist" / "server" / "routes" / "context.py").read_text()
+    assert "question_of(messages)" in source and "def _text" not in source

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import lexical, settings
-from .context import ContextBlock, build_context, check_options, place_context, question_of
+from .chat import place_context, question_of
 from .dates import now_iso
 from .embed import Embedder, get_embedder, quantize, spec_for_model_id
 from .embed.cache import EmbeddingCache
@@ -28,13 +28,15 @@ from .errors import (ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInp
 from .files import not_regular
 from .keys import KeyStore
 from .lexical import LexicalChannel
+from .read.block import ContextBlock
+from .read.budget import BlockOptions, Draft, check_options, finish
 from .read.cut import CutParams
 from .read.lines import AUTO as AUTO_TRIM
 from .read.lines import NAMED as NAMED_LINES
 from .read.lines import TRIM_NAMES, LinesParams, LineVectors, unit_rows
 from .read.trim import TrimParams
 from .read.floor import Floor
-from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, cut_stage, run_search,
+from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search,
                           stage_named)
 from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Conflict, IndexedChunk, Item, Store
@@ -529,7 +531,7 @@ class Memory:
         ``explain``: each hit carries ``why`` (its rank and score in each channel, the terms it
         matched, its fused score, the second stage's move) and ``results.dropped`` lists what
         each stage left out; ``results.trace`` records every stage either way. ``after``: more
-        stages to run on the ranked memories (``Memory.context`` adds the cut).
+        stages to run on the ranked memories (``Memory.context`` adds the block's: cut, trim, budget).
         """
         app = check_app(app)
         if isinstance(query, str) and not query.strip():
@@ -619,18 +621,15 @@ class Memory:
             or (isinstance(min_score, float) and not math.isfinite(min_score)) or abs(min_score) > 2.0**1023
         ):  # an int beyond a float's range (10**5000) is not a score either
             raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
-        after = [cut_stage(self.cut)] if self.cut is not None and self.settings.group else []
-        try:
-            results = self.search(query, app=app, k=k, previous=previous, explain=explain, after=after, now=now)
+        cut = self.cut if self.settings.group else None
+        options = BlockOptions(self.embedder.count_tokens, budget, order, min_score, relative_cut, cut, trim)
+        draft = Draft(options, lines_of_vector=lambda vector: self._line_cosines(query, vector))
+        try:  # the draft joins the read as its first stage after the search's own
+            results = self.search(query, app=app, k=k, previous=previous, explain=explain, now=now,
+                                  after=[draft, "cut", "trim", "budget"])
         except UnknownApp:
             return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
-        cut = relative_cut if results.comparable else None
-        terms = results.question.own_terms if results.question is not None else []
-        return build_context(results, self.embedder.count_tokens, budget_tokens=budget, min_score=min_score,
-                             relative_cut=cut, order=order, notes=results.notes, terms=terms,
-                             trace=results._trace, trim=trim,
-                             line_cosines=self._line_cosines(query, results.question_vector)
-                             if isinstance(trim, LinesParams) else None)
+        return finish(draft, results._trace, results.notes)
 
     def _line_cosines(self, query: str, vector: np.ndarray | None = None) -> Callable[[Sequence[str]], np.ndarray]:
         """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim):
@@ -912,3 +911,4 @@ def _check_backup_path(dest: Any) -> str:
     if any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)):
         raise InvalidInput("a backup path's file name is over 255 bytes")
     return path
+

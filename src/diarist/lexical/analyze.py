@@ -24,6 +24,31 @@ STOPWORDS = frozenset(
     what when where which who whom why will with would you your yours""".split()
 )
 
+# Words a question uses that carry no evidence of which memory answers it (the memory side is
+# analysed with STOPWORDS alone, so an index is unchanged). Matched before stemming.
+#: Temporal fillers: they ask for the current state ("Where do I live now?"), which the second
+#: stage and the block's dates answer; as terms they match whichever chat says "now".
+QUESTION_FILLERS = frozenset(
+    """now nowadays currently current presently still anymore today""".split()
+)
+#: Scaffolding: pieces of contractions ("I'm", "don't") and the words around a request. ("won" of
+#: "won't" is a word too; "s" is taken out only after the words it contracts, below.)
+QUESTION_SCAFFOLDING = frozenset(
+    """t m d ll re ve don doesn didn isn aren wasn weren wouldn couldn shouldn haven hasn hadn
+    am please""".split()
+)
+#: The words whose "'s" is "is", "has" or "us" ("what's", "where's", "let's"): the "s" after them
+#: is scaffolding; after a name it is a possessive ("Calvin's concert") and is searched as before.
+CONTRACTED = frozenset("what where who how when why it that there here he she let".split())
+QUESTION_STOPWORDS = STOPWORDS | QUESTION_FILLERS | QUESTION_SCAFFOLDING
+#: Phrases of the same kinds, taken out of a question before it is analysed.
+QUESTION_PHRASES = re.compile(
+    r"\b(?:these days|this days|at the moment|right now|at present|for now|as of now|as of today|"
+    r"(?:tell|remind|show) me|(?:do|did|can|could|would|will) you (?:know|remember|recall|tell me|remind me)|"
+    r"i (?:wonder|forget|forgot)|(?:can|could|would) you)\b",
+    re.IGNORECASE,
+)
+
 #: Version of the analyzer and postings format; an index written by another version is not used.
 #: 1: posting blocks of 1,024 chunk ids; 2: of 8,192 (the stores' migrations repack 1 into 2);
 #: 3: stemmed terms (the stores' migrations re-analyse every chunk of a version-2 index).
@@ -60,3 +85,15 @@ def analyze(text: str, *, keep_stopwords: bool = False) -> list[str]:
     if keep_stopwords:
         return [get(w) or stem(w) for w in words]
     return [get(w) or stem(w) for w in words if w not in STOPWORDS]
+
+
+def analyze_question(text: str) -> list[str]:
+    """A question's index terms: as ``analyze`` gives them, less the words and phrases that carry
+    no evidence in a question (``QUESTION_STOPWORDS``, ``QUESTION_PHRASES``). A question made only
+    of them keeps its plain terms (something must be searched for)."""
+    kept = QUESTION_PHRASES.sub(" ", unicodedata.normalize("NFKC", text))
+    words = _TOKEN.findall(unicodedata.normalize("NFKC", kept).casefold())
+    get = _STEMS.get
+    terms = [get(w) or stem(w) for n, w in enumerate(words)
+             if w not in QUESTION_STOPWORDS and not (w == "s" and n and words[n - 1] in CONTRACTED)]
+    return terms or analyze(text)

@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import settings
+from ..lexical import analyze
+from ..types import Hit
+from .trace import Trace
 
 
 @dataclass(frozen=True)
@@ -63,3 +66,28 @@ def _verdict(item: ItemSignals, best: float | None, params: CutParams) -> str | 
     else:
         return None
     return f"{meaning}, and it holds {item.coverage:.0%} of the question's terms (under {params.min_coverage:.0%})"
+
+
+def cut_memories(hits: Sequence[Hit], terms: Sequence[str], params: CutParams, trace: Trace,
+                 keep: set[int] = frozenset()) -> tuple[list[Hit], list[Hit]]:
+    """The cut over ranked memories (``terms``: the question's own index terms): those it keeps,
+    in order, and those of them kept only for being at a place of ``keep`` (the memories best by
+    meaning, ``diarist.read.budget``: the block shows them as pointers); records "cut" and what it
+    left out."""
+    wanted = set(terms)
+    signals = [ItemSignals(hit.scores.get("dense"),
+                           len(wanted.intersection(analyze(hit.text))) / len(wanted) if wanted else 0.0)
+               for hit in hits]
+    verdicts = cut(signals, params)
+    rescued = [hits[place] for place in sorted(keep) if verdicts[place] is not None]
+    for place in keep:
+        verdicts[place] = None
+    for hit, why in zip(hits, verdicts):
+        if why is not None:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "cut", why, hit.score)
+    kept = [hit for hit, why in zip(hits, verdicts) if why is None]
+    trace.record("cut", len(kept), len(hits) - len(kept),
+                 f"cosine under {params.min_cosine:g} or over {params.max_gap:g} below the best, "
+                 f"and under {params.min_coverage:.0%} of the question's terms: left out"
+                 + (f"; {len(rescued)} kept as {'a pointer' if len(rescued) == 1 else 'pointers'}, by meaning" if rescued else ""))
+    return kept, rescued

@@ -20,13 +20,15 @@ the memory holding most of its terms. Thresholds are per model (the embedder's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..lexical import analyze, analyze_question
 from .question import PERSONAL_WORDS, Question
 
-__all__ = ["PERSONAL_WORDS", "Floor", "Held", "coverage", "holds_name", "is_personal", "speaks_in_person", "verdict",
-           "whole_names"]
+__all__ = ["PERSONAL_WORDS", "Floor", "Held", "coverage", "holds_every_term", "holds_name", "is_personal",
+           "speaks_in_person", "title_of", "verdict", "whole_names"]
 
 #: How many of some terms the memory's lexical index holds; None when there is no usable index.
 Held = Callable[[Sequence[str]], "int | None"]
@@ -124,3 +126,37 @@ def verdict(floor: Floor, best_cosine: float, question: str | Question, held: He
         return (f"best cosine {best_cosine:.3f} is under {floor.weak_cosine} and the memory holds "
                 f"{share:.0%} of an impersonal question's terms (under {floor.coverage:.0%})")
     return None
+
+
+# -- a memory the question names, or one that holds every word of it -----------------------------
+#
+# The floor answers "nothing" from the cosine and the share of the question's terms the whole
+# memory holds. Neither sees that one memory holds every content word of the question ("lost
+# object arm's reach": a note's words), or is named by it (a note's title, "Catan"), while its
+# cosine is low: a keyword query or a title is no sentence. Such a question is answered.
+
+#: How many of the lexical channel's best chunks are read for it.
+HELD_WHOLE_DEPTH = 3
+
+
+def title_of(metadata: Mapping[str, Any]) -> str:
+    """An item's own title, as its metadata holds it: ``title``, a note's front matter ``title``,
+    else its file's name without the extension ("" when it has none)."""
+    for title in (metadata.get("title"), (metadata.get("front_matter") or {}).get("title")
+                  if isinstance(metadata.get("front_matter"), dict) else None):
+        if isinstance(title, str) and title.strip():
+            return title
+    path = metadata.get("path")
+    if isinstance(path, str) and path.strip():
+        return path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return ""
+
+
+def holds_every_term(question: Question, text: str, metadata: Mapping[str, Any]) -> bool:
+    """Whether one memory holds every index term of the question in its text or its title, or is
+    named by the question (its whole title is in the question's terms)."""
+    terms = set(analyze_question(question.judged))  # its content words: fillers need not be held
+    title = set(analyze(title_of(metadata)))
+    if title and title <= set(analyze(question.judged)):
+        return True
+    return bool(terms) and terms <= (set(analyze(text)) | title)

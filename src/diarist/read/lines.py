@@ -37,7 +37,8 @@ import numpy as np
 from .. import settings
 from ..types import Hit
 from .group import PASSAGE_GAP
-from .trim import lines_of
+from .trace import Trace
+from .trim import TrimParams, lines_of, trim_hits
 
 #: Cosines of lines to the question, in the order given (one call per block).
 LineCosines = Callable[[Sequence[str]], Sequence[float]]
@@ -215,3 +216,62 @@ def why_left_out(place: int, params: LinesParams) -> str:
     if params.max_rest and place > params.max_rest:
         return f"below the {params.max_rest} memories the block shows after the best"
     return f"no line within cosine {params.min_line_cosine:g} of the question"
+
+
+# -- the trim stage ------------------------------------------------------------------------------
+
+
+def trim_block(hits: Sequence[Hit], trim: TrimParams | LinesParams | None, terms: Sequence[str],
+               line_cosines: LineCosines | None, trace: Trace, keep: Sequence[int] = (),
+               pointers: Sequence[int] = ()) -> tuple[list[Hit], dict[int, Hit]]:
+    """The trim stage: the memories as the block shows them (by their lines closest in meaning,
+    a ``LinesParams``, or holding the question's ``terms``, a ``TrimParams``), those it leaves
+    out dropped, and for each one shown by some of its lines (by ``id``) the ranked memory it
+    comes from. Records "trim"; nothing to trim (no hits, or ``trim`` None): as they are, no record.
+    ``keep``: the places of the memories best by meaning, never left out while another stays (each
+    shown by its closest line, or its best passage); ``pointers``: places shown that way only (kept
+    by that rule alone, not by the cut's own signals)."""
+    hits = list(hits)
+    if trim is None or not hits:
+        return hits, {}
+    if isinstance(trim, LinesParams):
+        if line_cosines is None:
+            raise ValueError("trimming by meaning (LinesParams) needs line_cosines")
+        params, why = gated(hits, line_cosines, trim)
+        shown_as = by_meaning(hits, line_cosines, params)
+        why_out = lambda place: why_left_out(place, params)  # noqa: E731
+        shown_by = "lines closest in meaning" + (f"; {why}" if why else "")
+    else:
+        shown_as = trim_hits(hits, terms, trim)
+        why_out = lambda place: "no line holds a selective term of the question, and a better memory does"  # noqa: E731
+        shown_by = "matching lines"
+    for place in pointers:
+        if shown_as[place] is not None:
+            shown_as[place] = closest_only(hits[place], line_cosines)
+    if any(shown_as):
+        for place in keep:
+            if shown_as[place] is None:
+                shown_as[place] = closest_only(hits[place], line_cosines)
+    for place, (hit, kept) in enumerate(zip(hits, shown_as)):
+        if kept is None:
+            trace.drop(hit.id or f"chunk {hit.chunk_id}", "trim", why_out(place), hit.score)
+    pairs = [kept for kept in shown_as if kept is not None]
+    n = sum(t for _, t in pairs)
+    trace.record("trim", len(pairs), len(hits) - len(pairs),
+                 f"{n} memory cut to its {shown_by}" if n == 1 else f"{n} memories cut to their {shown_by}")
+    ranked = {id(kept[0]): hit for hit, kept in zip(hits, shown_as) if kept is not None and kept[1]}
+    return [hit for hit, _ in pairs], ranked
+
+
+def closest_only(hit: Hit, line_cosines: LineCosines | None) -> tuple[Hit, bool]:
+    """A memory by its one closest line (without line cosines: its best passage)."""
+    if line_cosines is not None:
+        shown = by_meaning([hit], line_cosines, LinesParams(first_whole_cosine=2.0, first_lines=1, min_line_cosine=-1.0,
+                                                            context=0, after=0, whole=0, gate=-1.0))[0]
+        if shown is not None:
+            return shown
+    texts = hit.passages or [hit.text]
+    if len(texts) == 1:
+        return hit, False
+    best = (hit.passage_ranks or [0])[0]
+    return replace(hit, text=texts[best], passages=[texts[best]], passage_ranks=[0]), True

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
-from ..lexical import analyze, stem
+from ..lexical import analyze, analyze_question, stem
 from .query import TimeSpan, proper_noun_phrases, proper_nouns, resolve_time
 
 #: The words of a question about the user or the assistant, as the analyzer gives them
@@ -57,18 +57,21 @@ class Question:
 
     @cached_property
     def terms(self) -> list[str]:
-        """The lexical channel's query terms: the question's, then the previous turn's."""
-        terms = analyze(self.text)
-        return terms + analyze(self.previous) if self.previous else terms
+        """The lexical channel's query terms: the question's, then the previous turn's. Words that
+        carry no evidence in a question ("now", "these days", "tell me": ``analyze_question``) are
+        left out: a chat that says "now" is no answer to "Where do I live now?"."""
+        terms = analyze_question(self.text)
+        return terms + analyze_question(self.previous) if self.previous else terms
 
     @cached_property
     def own_terms(self) -> list[str]:
         """The distinct index terms of the question alone, in order of first use."""
-        return list(dict.fromkeys(analyze(self.text)))
+        return list(dict.fromkeys(analyze_question(self.text)))
 
     @cached_property
     def judged_terms(self) -> list[str]:
-        """The distinct index terms of the judged text, sorted (the floor's coverage reads them)."""
+        """The distinct index terms of the judged text, sorted (the floor's coverage reads them).
+        Every word counts here, fillers included: the floor's thresholds were fitted on them."""
         return sorted(set(analyze(self.judged)))
 
     @cached_property

@@ -1,5 +1,6 @@
 """Search as named stages over one parsed question: channels -> floor -> fusion -> fetch ->
-second stage -> group (and, for the context block, cut -> budget).
+second stage -> group (and, for the context block, cut -> trim -> budget: ``diarist.read.cut``,
+``diarist.read.trim``, ``diarist.read.budget``).
 
 The question is parsed once (``diarist.read.question``). The two channels rank independently
 (``diarist.vectors`` and ``diarist.lexical``); the absolute floor may answer "nothing relevant";
@@ -23,19 +24,19 @@ import numpy as np
 from .. import settings
 from ..embed.base import Embedder
 from ..errors import ConfigError
-from ..lexical import LexicalChannel, analyze
+from ..lexical import LexicalChannel
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
 from ..write.validate import shown
 from ..vectors import DenseIndex, ExactDenseIndex
-from .cut import CutParams, ItemSignals, cut
+from .budget import budget_stage, cut_stage, trim_stage
 from .explain import explain_hit
-from .floor import Floor, verdict
+from .floor import HELD_WHOLE_DEPTH, Floor, holds_every_term, verdict
 from .fusion import FUSIONS, Fused, convex_ranking, rrf
 from .group import group_by_item
 from .question import Question
-from .trace import Dropped, StageRecord, Trace
+from .trace import STAGE_NAMES, Dropped, StageRecord, Trace
 
 log = logging.getLogger("diarist")
 
@@ -138,12 +139,14 @@ def run_search(
     after: Sequence[Stage] = (),
 ) -> Results:
     """Parse the question once, run the stages ``settings`` and the reranker call for, then
-    ``after`` (the context block's cut), and return the hits with the trace of every stage."""
+    ``after`` (a context read: its block's draft, then the cut, the trim and the budget), and
+    return the hits with the trace of every stage, each record timed."""
     if k <= 0:
         return Results()
     search = Search(channels, app, Question(query, previous, now), k, settings, reranker, Trace(explain))
     for stage in stages(settings, reranker, after):
-        stage(search)
+        with search.trace.timed():
+            stage(search)
         if search.done:
             break
     return search.results()
@@ -198,6 +201,12 @@ class Search:
     question_vector: np.ndarray | None = None  # the question's own (not with the previous turn)
     done: bool = False  # a stage answered for the whole search (the floor's "nothing"): stop
     fused_place: dict[int, int] = field(default_factory=dict)  # explain: chunk -> place before the second stage
+    block: Any = None  # the context block the read builds (diarist.read.budget.Draft; it sets itself here)
+
+    @property
+    def comparable(self) -> bool:
+        """Every hit's score on one scale a ratio can be read on (the convex fusion's [0, 1])."""
+        return self.lexical_ranking is not None and self.settings.fusion == "convex"
 
     @property
     def depth(self) -> int:
@@ -224,8 +233,7 @@ class Search:
                 self.trace.drop(_label(hit), "k", f"ranked below the {self.k} asked for", hit.score)
             for place, hit in enumerate(hits, 1):
                 hit.why = explain_hit(hit, self.question, self.fused_place.get(hit.chunk_id), place, self.reranker)
-        comparable = self.lexical_ranking is not None and self.settings.fusion == "convex"
-        return Results(hits, self.notes, self.best_cosine, comparable, self.trace, self.question,
+        return Results(hits, self.notes, self.best_cosine, self.comparable, self.trace, self.question,
                        self.question_vector)
 
 
@@ -271,6 +279,8 @@ def apply_floor(search: Search) -> None:
     lexical_index, app = search.channels.lexical, search.app
     held = (lambda terms: lexical_index.held(app, terms)) if search.settings.lexical else (lambda terms: None)
     why = verdict(floor, search.best_cosine, search.question, held)
+    if why is not None and search.settings.lexical and _held_whole(search):
+        why = None  # a memory holds every word of the question, or is named by it: answered
     if why is None:
         search.trace.record("floor", len(search.dense), 0, f"passed (best cosine {search.best_cosine:.3f})")
         return
@@ -280,6 +290,18 @@ def apply_floor(search: Search) -> None:
     for cid, cosine in search.dense[: search.k]:
         search.trace.drop(f"chunk {cid}", "floor", why, cosine)
     search.done = True
+
+
+def _held_whole(search: Search) -> bool:
+    """Whether one of either channel's best few memories holds every word of the question or is
+    named by it (``floor.holds_every_term``): read only where the floor would answer nothing."""
+    try:
+        ranking = search.lexical_job.result() if search.lexical_job is not None else []
+    except LexicalUnavailable:
+        ranking = []
+    chunks = dict.fromkeys(cid for cid, _ in [*ranking[:HELD_WHOLE_DEPTH], *search.dense[:HELD_WHOLE_DEPTH]])
+    rows = search.channels.store.fetch_chunks(search.app, list(chunks))
+    return any(holds_every_term(search.question, row.text, row.metadata) for row in rows.values())
 
 
 def fuse(search: Search) -> None:
@@ -324,7 +346,7 @@ def second_stage(search: Search) -> None:
     reranker, depth = search.reranker, search.settings.rerank_depth
     assert reranker is not None
     if not search.hits or search.lexical_ranking is None:
-        search.trace.record("second_stage", len(search.hits), 0, "skipped: no fused candidates")
+        search.trace.record("second-stage", len(search.hits), 0, "skipped: no fused candidates")
         return
     if search.trace.explain:
         search.fused_place = {hit.chunk_id: place for place, hit in enumerate(search.hits, 1)}
@@ -335,7 +357,7 @@ def second_stage(search: Search) -> None:
     if error:
         search.notes.append(f"reranker {reranker.name} unavailable, fused order kept: {error}")
     moved = sum(a is not b for a, b in zip(head, before))
-    search.trace.record("second_stage", len(search.hits), 0,
+    search.trace.record("second-stage", len(search.hits), 0,
                         f"{reranker.name} re-read the top {len(head)}" + ("" if error else f"; {moved} moved"))
 
 
@@ -350,31 +372,12 @@ def group(search: Search) -> None:
 #: The read stages by name, in the order a search runs them (docs/extending.md): the library's
 #: own are registered as a plug-in's are; ``Memory.search(after=[name])`` runs a registered one
 #: after them, and ``STAGES.register(name, stage, replace=True)`` swaps one of the library's out.
+#: The context block's stages run after them (``diarist.read.cut``, ``.trim``, ``.budget``), in
+#: the order of ``diarist.read.trace.STAGE_NAMES``, the one list of the stages' names.
 STAGES: Entries[Stage] = Entries("read stage")
-for _name, _stage in (("channels", read_channels), ("floor", apply_floor), ("fusion", fuse), ("fetch", fetch),
-                      ("second-stage", second_stage), ("group", group)):
+for _name, _stage in zip(STAGE_NAMES, (read_channels, apply_floor, fuse, fetch, second_stage, group, cut_stage,
+                                       trim_stage, budget_stage), strict=True):
     STAGES.register(_name, _stage)
-
-
-def cut_stage(params: CutParams) -> Stage:
-    """The context block's cut (diarist.read.cut) as a stage over the first k memories."""
-
-    def cut_items(search: Search) -> None:
-        items, question = search.hits[: search.k], search.question
-        wanted = set(question.own_terms)
-        signals = [ItemSignals(hit.scores.get("dense"),
-                               len(wanted.intersection(analyze(hit.text))) / len(wanted) if wanted else 0.0)
-                   for hit in items]
-        verdicts = cut(signals, params)
-        for hit, why in zip(items, verdicts):
-            if why is not None:
-                search.trace.drop(_label(hit), "cut", why, hit.score)
-        search.hits = [hit for hit, why in zip(items, verdicts) if why is None]
-        search.trace.record("cut", len(search.hits), len(items) - len(search.hits),
-                            f"cosine under {params.min_cosine:g} or over {params.max_gap:g} below the best, "
-                            f"and under {params.min_coverage:.0%} of the question's terms: left out")
-
-    return cut_items
 
 
 def _label(hit: Hit) -> str:

@@ -9,21 +9,30 @@ one agreed in /work/notes/TRACE-INTERFACE.md (the web inspector and the lab read
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-#: The stages in the order they run (a search runs the first six, a context block all eight).
-STAGES = ("channels", "floor", "fusion", "fetch", "second_stage", "group", "cut", "budget")
+#: The read path's stages, in the order they run: the one list of their names, used by the
+#: registry (``diarist.read.search.STAGES``), the trace and the inspector. A search runs the first
+#: six (those its options call for), a context block all nine.
+STAGE_NAMES = ("channels", "floor", "fusion", "fetch", "second-stage", "group", "cut", "trim", "budget")
+#: Kept for readers of the old name.
+STAGES = STAGE_NAMES
 
 
 @dataclass(frozen=True)
 class StageRecord:
-    """One stage's decision: how many candidates it passed on and left out, and why, in words."""
+    """One stage's decision: how many candidates it passed on and left out, and why, in words;
+    ``ms``: how long the stage ran (None where it was not timed)."""
 
     stage: str
     kept: int
     dropped: int
     note: str = ""
+    ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +62,16 @@ class Trace:
 
     def record(self, stage: str, kept: int, dropped: int, note: str = "") -> None:
         self.records.append(StageRecord(stage, kept, dropped, note))
+
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        """Time what runs inside: the records appended meanwhile (a stage's) get its time."""
+        first, start = len(self.records), time.perf_counter()
+        try:
+            yield
+        finally:
+            ms = round((time.perf_counter() - start) * 1000, 3)
+            self.records[first:] = [replace(r, ms=ms) if r.ms is None else r for r in self.records[first:]]
 
     def drop(self, id: str, stage: str, reason: str, score: float | None = None) -> None:
         """Note one candidate left out (kept only when explaining: the list costs nothing otherwise)."""

@@ -4,7 +4,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ...context import place_context
+from ...chat import place_context, question_of
 from ...errors import InvalidInput
 from ...memory import Memory
 from ..schemas import ERRORS, ContextIn, ContextOut
@@ -20,13 +20,8 @@ def add_routes(api: FastAPI, memory: Memory, App: Any) -> None:  # noqa: N803 - 
         if query is None:
             if not messages:
                 raise InvalidInput("give a `query`, or `messages` that end with a user turn")
-            users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-            if not users:
-                raise InvalidInput("`messages` has no user turn")
-            last = users[-1]
-            query = _text(messages[last].get("content"))
-            if previous is None and last > 0 and messages[last - 1].get("role") in ("user", "assistant"):
-                previous = _text(messages[last - 1].get("content")) or None
+            query, asked_before = question_of(messages)
+            previous = asked_before if previous is None else previous
         if not query or not query.strip():
             raise InvalidInput("the query is empty")
         block = memory.context(query, app=app, budget_tokens=body.budget_tokens, k=body.k,
@@ -37,10 +32,3 @@ def add_routes(api: FastAPI, memory: Memory, App: Any) -> None:  # noqa: N803 - 
             out["messages"] = place_context(messages, block) if block else messages
         return ContextOut(**out)
 
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
