@@ -257,9 +257,10 @@ def _commands() -> list[tuple[str, click.Command]]:
 
     def walk(path: str, command: click.Command) -> None:
         out.append((path, command))
-        if isinstance(command, click.Group):
-            for name, sub in sorted(command.commands.items()):
-                walk(f"{path} {name}", sub)
+        if isinstance(command, click.Group):  # list_commands/get_command: the lazy group loads each
+            ctx = click.Context(command, info_name=path.rsplit(" ", 1)[-1])
+            for name in sorted(command.list_commands(ctx)):
+                walk(f"{path} {name}", command.get_command(ctx, name))
 
     walk("diarist", main)
     return out
