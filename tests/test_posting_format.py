@@ -74,6 +74,7 @@ def _to_first_format(path: Path, other_version_app: str | None = None) -> None:
     conn.commit()
     # As the release before migration 7 left it (the migrations after it run on open too).
     conn.execute("DROP TABLE synced_files")  # migration 9's
+    conn.execute("ALTER TABLE apps DROP COLUMN titles_indexed")  # migration 10's
     conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_repack_postings)}")
     conn.close()
 
@@ -187,6 +188,7 @@ def _to_unstemmed_index(path: Path) -> None:
         analyze_module.stem = stem
         analyze_module._STEMS.clear()
     conn.execute("DROP TABLE synced_files")  # migration 9's
+    conn.execute("ALTER TABLE apps DROP COLUMN titles_indexed")  # migration 10's
     conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_restem_postings)}")
     conn.close()
 

@@ -279,7 +279,7 @@ def apply_floor(search: Search) -> None:
     lexical_index, app = search.channels.lexical, search.app
     held = (lambda terms: lexical_index.held(app, terms)) if search.settings.lexical else (lambda terms: None)
     why = verdict(floor, search.best_cosine, search.question, held)
-    if why is not None and search.settings.lexical and _held_whole(search):
+    if why is not None and floor.reads_evidence and search.settings.lexical and _held_whole(search):
         why = None  # a memory holds every word of the question, or is named by it: answered
     if why is None:
         search.trace.record("floor", len(search.dense), 0, f"passed (best cosine {search.best_cosine:.3f})")
@@ -294,7 +294,8 @@ def apply_floor(search: Search) -> None:
 
 def _held_whole(search: Search) -> bool:
     """Whether one of either channel's best few memories holds every word of the question or is
-    named by it (``floor.holds_every_term``): read only where the floor would answer nothing."""
+    named by it (``floor.holds_every_term``): read only where the evidence floor would answer
+    nothing (a cosine-only floor, a number, reads the cosine alone and never waits on BM25)."""
     try:
         ranking = search.lexical_job.result() if search.lexical_job is not None else []
     except LexicalUnavailable:
