@@ -40,9 +40,9 @@ def test_every_language_puts_each_question_under_the_same_paragraph_as_english()
 
 
 def test_a_row_scores_the_rank_of_its_own_paragraph():
-    row = question_row("de", "mono", "q1", "Wo?", "0-2", ["0-1", "0-4", "0-2"], 3.0, "default")
+    row = question_row("de", "mono", "q1", "0-2", ["0-1", "0-4", "0-2"], 3.0, "default")
     assert (row["rank"], row["r@1"], row["r@5"]) == (3, False, True)
-    missing = question_row("de", "cross", "q1", "Wo?", "0-2", ["0-1"], 3.0, "default")
+    missing = question_row("de", "cross", "q1", "0-2", ["0-1"], 3.0, "default")
     assert (missing["rank"], missing["r@1"], missing["r@5"]) == (None, False, False)
     summary = summarise([row, missing], "xquad", "default")
     assert summary["cells"]["mono/de"]["mrr@10"] == pytest.approx(1 / 3, abs=1e-4)

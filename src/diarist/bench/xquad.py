@@ -91,11 +91,12 @@ def paragraph_memory(paragraphs: dict[str, str], embedder: Any, cache: Any) -> A
     return memory
 
 
-def question_row(lang: str, mode: str, qid: str, question: str, gold: str, ranked: list[str],
-                 query_ms: float, config: str) -> dict[str, Any]:
+def question_row(lang: str, mode: str, qid: str, gold: str, ranked: list[str], query_ms: float,
+                 config: str) -> dict[str, Any]:
+    """One question's row: its paragraph's rank in the top 10 and the top hit (its text is in the data, by id;
+    the full ranking is left out: a run's rows stay small)."""
     rank = ranked.index(gold) + 1 if gold in ranked else None
-    return {"id": f"{lang}/{mode}/{qid}", "lang": lang, "mode": mode, "config": config, "question": question,
-            "gold": gold, "ranked": ranked, "rank": rank, "r@1": rank == 1, "r@5": rank is not None and rank <= 5,
+    return {"id": f"{lang}/{mode}/{qid}", "lang": lang, "mode": mode, "config": config, "gold": gold, "top": ranked[0] if ranked else None, "rank": rank, "r@1": rank == 1, "r@5": rank is not None and rank <= 5,
             "query_ms": round(query_ms, 2)}
 
 
@@ -109,7 +110,7 @@ def ask_all(memory: Any, lang: str, mode: str, questions: list[tuple[str, str, s
         hits = memory.search(question, app=APP, k=RANK_DEPTH)
         query_ms = (time.perf_counter() - t0) * 1000
         ranked = list(dict.fromkeys(h.id for h in hits))[:RANK_DEPTH]
-        rows.append(question_row(lang, mode, qid, question, gold, ranked, query_ms, config))
+        rows.append(question_row(lang, mode, qid, gold, ranked, query_ms, config))
         tick()
     return rows
 
@@ -153,6 +154,7 @@ def run_xquad(data: str | Path, out: str | Path, *, langs: list[str], cross: boo
     command += ["--cross"] if cross else []
     command += ["--every", str(every)] if every != 1 else []
     command += ["--embedder", embedder] if embedder != settings.EMBEDDER else []
+    command += ["--threads", str(threads)] if threads else []
     meta = {
         "benchmark": BENCHMARK, "dataset": "xquad", "config_name": config.name,
         "description": f"XQuAD ({','.join(langs)}{', cross-lingual over English' if cross else ''}"
