@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from diarist.bench.cli import bench
 from diarist.bench.report import compare_runs, verify_run
-from diarist.bench.xquad import DATA, DEV_LANGUAGES, load_language, question_row, summarise
+from diarist.bench.xquad import DATA, DEV_LANGUAGES, load_language, question_row
+from diarist.bench.xquad_summary import summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 

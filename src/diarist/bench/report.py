@@ -114,8 +114,8 @@ def verify_run(run: Path) -> list[str]:
         from . import everyday_summary
         derive, render = everyday_summary.summarise, everyday_summary.render_markdown
     elif meta.get("benchmark") == "xquad":  # XQuAD (diarist.bench.xquad)
-        from . import xquad
-        derive, render = xquad.summarise, xquad.render_markdown
+        from . import xquad_summary
+        derive, render = xquad_summary.summarise, xquad_summary.render_markdown
     else:
         derive, render = summarise, render_markdown
     fresh = derive(rows, meta["dataset"], meta["config_name"])
@@ -196,7 +196,7 @@ def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[s
         from .everyday_summary import compare_everyday
         return compare_everyday(a, b, set_name)
     if meta_a.get("benchmark") == "xquad":  # two XQuAD runs (diarist.bench.xquad)
-        from .xquad import compare_xquad
+        from .xquad_summary import compare_xquad
         return compare_xquad(a, b, set_name)
     meta_b = json.loads((b / "config.json").read_text(encoding="utf-8"))
     dataset = meta_a["dataset"]

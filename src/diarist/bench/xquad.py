@@ -9,9 +9,8 @@ paragraph: R@1 and R@5.
 
 Two modes per language: ``mono`` (question and memory in the language) and ``cross`` (question in the
 language, memory in English). One row per question and mode; the summary, its markdown and the
-paired comparison below are pure functions of the rows (``diarist bench verify`` / ``compare``).
-``TARGETS`` are issue 43's: monolingual R@1 >= 0.90 in each language (English >= 0.95), cross-lingual
-R@1 >= 0.75 (a target for a multilingual model; the default is English-only).
+paired comparison are pure functions of the rows, in xquad_summary.py (``diarist bench verify`` /
+``compare`` read them without the lab).
 """
 
 from __future__ import annotations
@@ -27,18 +26,13 @@ from typing import Any
 
 from .. import settings
 from .everyday_summary import dump
-from .metrics import _fmt, _mean
-from .rows import read_rows, sign_test
+from .report import write_manifest
+from .xquad_summary import BENCHMARK, PIVOT, RUN_FILES, render_markdown, summarise
 
-BENCHMARK = "xquad"
 DATA = Path("benchmarks/data/xquad")
 DEV_LANGUAGES = ("en", "de", "es", "ru", "zh", "ar", "hi")
-PIVOT = "en"  # the memory's language in the cross-lingual mode
-MODES = ("mono", "cross")
 RANK_DEPTH = 10
 FACT_DATE = "2020-01-01"  # every paragraph is dated the same: no recency between them
-# (mode, language or "*" for the others, at least): issue 43's R@1 targets.
-TARGETS = (("mono", "en", 0.95), ("mono", "*", 0.90), ("cross", "*", 0.75))
 
 
 # -- the data ---------------------------------------------------------------------------------
@@ -122,7 +116,6 @@ def run_xquad(data: str | Path, out: str | Path, *, langs: list[str], cross: boo
     from tqdm import tqdm
 
     from .configs import get_config
-    from .report import write_manifest
     from .runner import Runner, code_version
 
     if every < 1:
@@ -174,74 +167,5 @@ def run_xquad(data: str | Path, out: str | Path, *, langs: list[str], cross: boo
     summary = summarise(rows, meta["dataset"], meta["config_name"])
     (out / "summary.json").write_text(dump(summary), encoding="utf-8")
     (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
-    write_manifest(out, meta, ["rows.jsonl", "config.json", "summary.json", "summary.md"])
+    write_manifest(out, meta, RUN_FILES)
     return summary
-
-
-# -- summary, report, comparison (pure: verify and compare read them without the lab) ------------
-
-
-def _target(mode: str, lang: str) -> float | None:
-    for t_mode, t_lang, at_least in TARGETS:
-        if t_mode == mode and t_lang in (lang, "*"):
-            return at_least
-    return None
-
-
-def summarise(rows: list[dict[str, Any]], dataset: str, config: str) -> dict[str, Any]:
-    """Per (mode, language): n, R@1, R@5, MRR@10, query p50 ms; and each cell against its target."""
-    cells: dict[str, dict[str, Any]] = {}
-    for mode in MODES:
-        for lang in dict.fromkeys(r["lang"] for r in rows if r["mode"] == mode):
-            group = [r for r in rows if r["mode"] == mode and r["lang"] == lang]
-            ms = sorted(r["query_ms"] for r in group)
-            cells[f"{mode}/{lang}"] = {
-                "mode": mode, "lang": lang, "n": len(group),
-                "r@1": _mean([float(r["r@1"]) for r in group]), "r@5": _mean([float(r["r@5"]) for r in group]),
-                "mrr@10": _mean([1.0 / r["rank"] if r["rank"] else 0.0 for r in group]),
-                "query_p50_ms": round(ms[len(ms) // 2], 2) if ms else None,
-            }
-    targets = []
-    for name, cell in cells.items():
-        at_least = _target(cell["mode"], cell["lang"])
-        if at_least is not None:
-            targets.append({"cell": name, "metric": "r@1", "value": cell["r@1"], "target": at_least,
-                            "met": cell["r@1"] is not None and cell["r@1"] >= at_least})
-    return {"dataset": dataset, "config": config, "n": len(rows), "cells": cells, "targets": targets}
-
-
-def render_markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
-    lines = [f"# XQuAD · {meta['model_id']}", "", meta["description"] + ".", "",
-             f"Command: `{meta['command']}`", "",
-             "| questions / memory | n | R@1 | R@5 | MRR@10 | query p50 ms | target R@1 |",
-             "|---|---|---|---|---|---|---|"]
-    met = {t["cell"]: t for t in summary["targets"]}
-    for name, c in summary["cells"].items():
-        memory = c["lang"] if c["mode"] == "mono" else PIVOT
-        t = met.get(name)
-        target = f"≥ {t['target']} {'met' if t['met'] else 'NOT MET'}" if t else "-"
-        lines.append(f"| {c['lang']} / {memory} | {c['n']} | {_fmt(c['r@1'])} | {_fmt(c['r@5'])} | "
-                     f"{_fmt(c['mrr@10'])} | {_fmt(c['query_p50_ms'])} | {target} |")
-    return "\n".join(lines) + "\n"
-
-
-def compare_xquad(a: Path, b: Path, set_name: str | None = None) -> str:
-    """Run B against run A, paired on the questions both asked (``set_name``: ``MODE/LANG``, a mode,
-    or all): per cell, the questions whose R@1 and R@5 B gains or loses, with the exact sign test."""
-    rows_a, rows_b = {r["id"]: r for r in read_rows(a)}, {r["id"]: r for r in read_rows(b)}
-    common = [q for q in rows_a if q in rows_b]
-    if set_name:
-        common = [q for q in common if set_name in (rows_a[q]["mode"], f"{rows_a[q]['mode']}/{rows_a[q]['lang']}")]
-        if not common:
-            raise ValueError(f"no question of {set_name!r} in both runs")
-    lines = [f"## xquad: {b} vs {a} (set `{set_name or 'all'}`, {len(common)} questions)", "",
-             "| cell | metric | n | A | B | gained | lost | p |", "|---|---|---|---|---|---|---|---|"]
-    for cell in dict.fromkeys(f"{rows_a[q]['mode']}/{rows_a[q]['lang']}" for q in common):
-        ids = [q for q in common if f"{rows_a[q]['mode']}/{rows_a[q]['lang']}" == cell]
-        for metric in ("r@1", "r@5"):
-            gained = [q for q in ids if rows_b[q][metric] and not rows_a[q][metric]]
-            lost = [q for q in ids if rows_a[q][metric] and not rows_b[q][metric]]
-            share = lambda rows: _fmt(_mean([float(rows[q][metric]) for q in ids]))  # noqa: E731
-            lines.append(f"| {cell} | {metric} | {len(ids)} | {share(rows_a)} | {share(rows_b)} | +{len(gained)} | "
-                         f"-{len(lost)} | {sign_test(len(gained), len(lost)):.3g} |")
-    return "\n".join(lines) + "\n"

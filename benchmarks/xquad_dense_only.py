@@ -2,7 +2,7 @@
 next to what the fused default gives in the committed runs: does the English lexical channel pull a
 German or Spanish question (shared names and cognates) toward the wrong paragraph?
 
-Run from the repository root: python benchmarks/results/xquad/dense_only.py OUT.json EMBEDDER LANG...
+Run from the repository root: python benchmarks/xquad_dense_only.py OUT.json EMBEDDER LANG...
 """
 
 from __future__ import annotations

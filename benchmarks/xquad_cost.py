@@ -8,7 +8,7 @@ token count, so also chars/s, comparable across tokenizers). Then 200 XQuAD ques
 question of de ru zh en ar hi es) are searched on both memories, alternating which model goes
 first; query p50/p90 in ms. One process, the same machine state for both.
 
-Run from the repository root: python benchmarks/results/xquad/cost.py OUT.json [N]
+Run from the repository root: python benchmarks/xquad_cost.py OUT.json [N]
 """
 
 from __future__ import annotations
