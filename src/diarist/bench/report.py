@@ -106,13 +106,16 @@ def verify_run(run: Path) -> list[str]:
     for i, row in enumerate(rows, start=1):
         if row.get("config") != meta["config_name"]:
             problems.append(f"{run}/rows.jsonl row {i}: config {row.get('config')!r}, run is {meta['config_name']!r}")
-    context = meta.get("benchmark") in ("context", "everyday")  # a block run: no plot
+    context = meta.get("benchmark") in ("context", "everyday", "xquad")  # a block or XQuAD run: no plot
     if meta.get("benchmark") == "context":  # a context-block run (diarist.bench.context_bench)
         from . import context_summary
         derive, render = context_summary.summarise, context_summary.render_markdown
     elif meta.get("benchmark") == "everyday":  # the everyday set (diarist.bench.everyday)
         from . import everyday_summary
         derive, render = everyday_summary.summarise, everyday_summary.render_markdown
+    elif meta.get("benchmark") == "xquad":  # XQuAD (diarist.bench.xquad)
+        from . import xquad_summary
+        derive, render = xquad_summary.summarise, xquad_summary.render_markdown
     else:
         derive, render = summarise, render_markdown
     fresh = derive(rows, meta["dataset"], meta["config_name"])
@@ -192,6 +195,9 @@ def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[s
     if meta_a.get("benchmark") == "everyday":  # two runs of the everyday set (diarist.bench.everyday)
         from .everyday_summary import compare_everyday
         return compare_everyday(a, b, set_name)
+    if meta_a.get("benchmark") == "xquad":  # two XQuAD runs (diarist.bench.xquad)
+        from .xquad_summary import compare_xquad
+        return compare_xquad(a, b, set_name)
     meta_b = json.loads((b / "config.json").read_text(encoding="utf-8"))
     dataset = meta_a["dataset"]
     if meta_b["dataset"] != dataset:

