@@ -109,10 +109,20 @@ def test_without_a_resident_process_the_hook_answers_in_process_and_starts_one(h
         wait_for_socket(location)
         assert "iteratively" in client.context(location, "default", PROMPT["prompt"], budget_tokens=1000, timeout=10)
     finally:
-        pids = re.findall(r"\(pid (\d+)\)", log_text(home))
+        pids = logged_pids(home)
         for pid in pids:
             os.kill(int(pid), signal.SIGINT)
     assert len(pids) == 1, log_text(home)
+
+
+def logged_pids(home: Path, seconds: float = 30) -> list[str]:
+    """The resident processes the hook log names. The socket file exists (and takes requests into
+    its backlog) a moment before the process logs that it serves, so the line is waited for: CI
+    once read the log in that moment."""
+    deadline = time.monotonic() + seconds
+    while not (pids := re.findall(r"\(pid (\d+)\)", log_text(home))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return pids
 
 
 def _notes(folder: Path, n: int) -> None:
