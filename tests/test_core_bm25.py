@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from diarist import lexical
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.memory import Memory
 
 bm25s = pytest.importorskip("bm25s")

@@ -13,7 +13,7 @@ import pytest
 from diarist import lexical
 from diarist.write.chunk import chunk_session
 from diarist.embed import get_embedder
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.memory import Memory
 from diarist.types import Message
 

@@ -25,7 +25,7 @@ import diarist.migrate as migrate_module
 from diarist.cli import main
 from diarist.errors import ConfigError, DatabaseNotFound, KeyRefused
 from diarist.export import jsonl_lines
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.keys import KeyStore
 from diarist.memory import Memory
 from diarist.migrate import MigrationFailed, migrate, same_ranking

@@ -29,7 +29,7 @@ from store_contract import fact, identity_script  # noqa: E402
 
 from diarist import health, lexical  # noqa: E402
 from diarist.errors import DatabaseNotFound, NotADatabase, NotFound, SchemaError, StoreError  # noqa: E402
-from diarist.ingest import locomo_sessions  # noqa: E402
+from diarist.importers.locomo import locomo_sessions  # noqa: E402
 from diarist.memory import Memory  # noqa: E402
 from diarist.store import open_store  # noqa: E402
 from diarist.store.postgres import PostgresStore  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import diarist.sync as sync_module
+import diarist.importers.sync as sync_module
 from diarist.cli import main
 from diarist.embed.hashing import HashEmbedder
 from diarist.memory import Memory
@@ -343,7 +343,7 @@ def _read_lines(stream) -> "queue.Queue[str]":
 
 def test_watch_with_watchfiles_in_a_thread(tmp_path):
     pytest.importorskip("watchfiles")
-    from diarist.watch import watch
+    from diarist.importers.watch import watch
 
     vault = _vault(tmp_path / "vault", 2)
     lines: list[str] = []

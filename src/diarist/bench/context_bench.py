@@ -40,7 +40,8 @@ from typing import Any
 
 from .. import lexical, settings
 from ..context import ContextBlock, format_snippet
-from ..ingest import load_json_records, longmemeval_sessions
+from ..importers.json_records import load_json_records
+from ..importers.longmemeval import longmemeval_sessions
 from ..memory import Memory
 from ..read.cut import CutParams
 from ..read.lines import NAMED as NAMED_LINES
