@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
+import importlib
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from benchmark_scripts import BENCHMARKS, load_benchmark_script
 from conftest import LOCOMO_PATH, LONGMEMEVAL_PATH, data_file, needs_data
 
 from diarist.bench.cli import bench
 from diarist.bench.data import parse_evidence
-from diarist.bench.extract import condense
 from diarist.bench.metrics import session_metrics
 from diarist.bench.report import find_runs, sign_test, verify_run
-from diarist.bench.runner import Chunker
+from diarist.bench.configs import CONFIGS, get_config
+from diarist.bench.runner import STUDY_HOOKS, Chunker, Runner
 from diarist.embed import get_embedder
 from diarist.types import Message
 
@@ -60,12 +63,29 @@ def test_malformed_locomo_evidence_ids():
 
 
 def test_extract_is_short_and_keeps_first_person_facts():
+    condense = load_benchmark_script("studies/extract.py").condense  # a study's, not the library's
     messages = [
         Message("user", "Hi there. I adopted a greyhound named Biscuit on 3 May in Leeds. Can you help?"),
         Message("assistant", "Of course! Greyhounds are lovely dogs and need gentle exercise. " * 20),
     ]
     text = condense(messages, 120)
     assert "Biscuit" in text and len(text) <= 120
+
+
+def test_the_retired_ablations_are_a_study_the_runner_refuses_without(monkeypatch):
+    followup = replace(get_config("default"), name="followup-here", followup="previous")
+    with pytest.raises(ValueError, match="needs the 'followup' of a study"):
+        Runner(followup, "hash", None, progress=False)
+    assert "session-doc" not in CONFIGS, "a retired ablation is not in the library's configs"
+    configs, hooks = dict(CONFIGS), dict(STUDY_HOOKS)
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    try:
+        importlib.import_module("benchmarks.studies.ablations").register()
+        assert {"session-doc", "extract-fused", "followup"} <= set(CONFIGS)
+        runner = Runner(followup, "hash", None, progress=False)
+        assert runner._followup("How many Korean restaurants have I tried in my city?")[1] == "How many was that?"
+    finally:
+        CONFIGS.clear(), CONFIGS.update(configs), STUDY_HOOKS.clear(), STUDY_HOOKS.update(hooks)
 
 
 def test_session_document_reads_one_window():

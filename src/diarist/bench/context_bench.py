@@ -284,8 +284,7 @@ class ContextRunner:
     def run(self, haystacks: list[ContextHaystack], dataset: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         from tqdm import tqdm
 
-        prepared = self.base._prepare(haystacks)
-        self.base._embed_missing(prepared)
+        prepared = self.base.prepare(haystacks)
         rows, candidates = [], []
         total = sum(len(h.questions) for h in haystacks)
         with tqdm(total=total, desc=f"{dataset} context {self.config.name}"[:60], unit="q",
