@@ -117,6 +117,7 @@ def slice_runs(tmp_path_factory):
 
 
 @needs_data
+@pytest.mark.slow
 def test_slice_writes_every_output(slice_runs):
     for run in (slice_runs / "lme" / "default", slice_runs / "lme" / "vectors-only", slice_runs / "locomo"):
         for name in ("rows.jsonl", "summary.json", "summary.md", "config.json", "recall_by_type.png"):
@@ -136,6 +137,7 @@ def test_slice_writes_every_output(slice_runs):
 
 
 @needs_data
+@pytest.mark.slow
 def test_a_second_run_reads_the_cache_and_ranks_the_same(slice_runs, tmp_path):
     r = CliRunner().invoke(bench, ["locomo", "--data", str(LOCOMO), "--limit", "1", "--embedder", "hash",
                                    "--cache", str(slice_runs / "cache.sqlite"), "--out", str(tmp_path)])
@@ -147,6 +149,7 @@ def test_a_second_run_reads_the_cache_and_ranks_the_same(slice_runs, tmp_path):
 
 
 @needs_data
+@pytest.mark.slow
 def test_verify_passes_then_fails_on_an_edited_cell(slice_runs, tmp_path):
     cli = CliRunner()
     r = cli.invoke(bench, ["verify", str(slice_runs)])
@@ -174,12 +177,14 @@ def test_verify_passes_then_fails_on_an_edited_cell(slice_runs, tmp_path):
 
 
 @needs_data
+@pytest.mark.slow
 def test_compare_pairs_questions(slice_runs):
     r = CliRunner().invoke(bench, ["compare", str(slice_runs / "lme" / "default"), str(slice_runs / "lme" / "vectors-only"), "--set", "all"])
     assert r.exit_code == 0, r.output
     assert "| r_any@5 | 3 |" in r.output and "sign test" in r.output
 
 
+@pytest.mark.slow
 def test_every_committed_result_verifies():
     runs = find_runs([RESULTS]) if RESULTS.exists() else []
     if not runs:

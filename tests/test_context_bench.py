@@ -185,6 +185,7 @@ def test_ranking_ablations_are_refused():
 
 
 @needs_data
+@pytest.mark.slow
 def test_shortfact_and_longmemeval_context_end_to_end(tmp_path):
     cli = CliRunner()
     cache = ["--embedder", "hash", "--cache", str(tmp_path / "cache.sqlite")]

@@ -113,6 +113,7 @@ def test_the_study_writes_the_committed_reports_fusions_and_the_lab_its_own():
 
 
 @pytest.mark.skipif(len(POOLS) != 2, reason="the committed fusion pools are missing")
+@pytest.mark.slow
 def test_the_committed_pools_choose_the_shipped_weight():
     pools = lab.load([str(p) for p in POOLS])
     assert set(pools) == {"longmemeval", "locomo"}
@@ -186,6 +187,7 @@ def test_the_k1_b_fusions_on_the_reference_column_are_the_lab_fusions(seed):
                           lab.lexical_only(lab.bm25_view(pool, 1.2, 0.4), {}))
 
 
+@pytest.mark.slow
 def test_bm25_params_report_fits_k1_b_with_the_weight():
     pools = {"a": [_two_column_pool(i, f"a{i % 5}") for i in range(15)],
              "b": [_two_column_pool(50 + i, f"b{i % 5}") for i in range(15)]}
