@@ -57,8 +57,7 @@ def capture(dataset: str, data: str, out: Path, limit: int | None, stride: int |
     loaded = LOADERS[dataset](data, limit, stride)
     haystacks = with_offtopic(dataset, loaded, question_lines(OFFTOPIC), question_lines(OFFTOPIC_PERSONAL))
     runner = ContextRunner(get_config("default"), settings.EMBEDDER, "benchmarks/.cache/embeddings.sqlite", False)
-    prepared = runner.base._prepare(haystacks)
-    runner.base._embed_missing(prepared)
+    prepared = runner.base.prepare(haystacks)
     records, sessions, dates = [], {}, {}
     for hay in haystacks:
         items = prepared[hay.unit]

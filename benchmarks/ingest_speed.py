@@ -103,6 +103,7 @@ def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
     import diarist.importers as importers
     import diarist.lexical as lexical
     import diarist.memory as memory
+    import diarist.write.items as items
     import diarist.write.validate as validate
     from diarist.cli.commands import main
     from diarist.embed import onnx_minilm
@@ -120,6 +121,7 @@ def ingest_worker(vault: str, texts_out: str, batch: int) -> dict:
     importers.read_all = _timed(table, "parse", importers.read_all)
     validate.check_session = _timed(table, "validate", validate.check_session)
     memory.check_session = validate.check_session
+    items.check_session = validate.check_session  # the import funnel checks each session here, once
     memory.Memory.chunk = _timed(table, "chunk", memory.Memory.chunk)
     Embedder.embed_passages = _timed(table, "embed", recording)
     lexical.analyze = _timed(table, "bm25_terms", lexical.analyze)

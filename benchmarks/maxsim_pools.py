@@ -104,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         token_model = runner.embedder
     stage = MaxSimReranker(MaxSimParams(depth=args.depth, cache=TOKEN_CACHE), embedder=token_model)
     haystacks = LOADERS[args.dataset](args.data, args.limit, args.stride)
-    prepared = runner._prepare(haystacks)
-    runner._embed_missing(prepared)
+    prepared = runner.prepare(haystacks)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     done = written_ids(Path(args.out))
     order = sorted(range(len(haystacks)), key=lambda i: (i % args.spread, i))
@@ -117,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         with gzip.open(args.out, "at", encoding="utf-8") as f:  # one gzip member per haystack
             items = prepared[hay.unit]
             index = {p.session_id: i for i, p in enumerate(items)}
-            memory = runner._index(items, "raw")
+            memory = runner.index(items, "raw")
             recorder = Recorder()
             view = runner.search_view(memory, "raw").derive(reranker=recorder)
             for q in questions:

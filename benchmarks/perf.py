@@ -47,7 +47,7 @@ from diarist.embed import get_embedder
 from diarist.embed.base import Embedder, normalise, quantize
 from diarist.embed.cache import EmbeddingCache
 from diarist.read.fusion import convex
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.memory import Memory
 from diarist.store.base import IndexedChunk, Item
 from diarist.store.sqlite import SQLiteStore

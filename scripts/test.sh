@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Set up a virtual environment with the test dependencies and run the whole test suite.
+# Set up a virtual environment with the test dependencies and run the whole test suite (CI's
+# command). Arguments go to pytest: `bash scripts/test.sh -m "not slow"` is the fast loop (the
+# tests marked slow, a second or more each, left out), `tests/test_sync.py` one file.
 # torch is pinned first to the local CPU build (a plain `torch` would pull several GB of CUDA);
 # it is needed only by the [st] extra, which the cross-encoder reranker test uses.
 set -euo pipefail

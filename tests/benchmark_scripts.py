@@ -21,3 +21,14 @@ def load_benchmark_script(filename: str) -> ModuleType:
     finally:
         sys.path.remove(str(BENCHMARKS))
     return module
+
+
+def load_study(name: str) -> ModuleType:
+    """``benchmarks/studies/<name>.py`` as ``benchmarks.studies.<name>`` (the studies import each
+    other as a package, as ``python -m benchmarks.studies.<name>`` runs them)."""
+    import importlib
+
+    root = str(BENCHMARKS.parent)
+    if root not in sys.path:
+        sys.path.append(root)
+    return importlib.import_module(f"benchmarks.studies.{name}")

@@ -53,6 +53,7 @@ def example_output(tmp_path: Path, agent: str, event: str, prompt: str | None = 
 
 
 @pytest.mark.parametrize("agent,event", [(a, e) for a, events in EVENTS.items() for e in events])
+@pytest.mark.slow
 def test_the_page_shows_the_real_output(tmp_path, agent, event):
     shown = re.search(rf"<!-- example {agent} {event} -->\n```json\n(.*?)\n```", PAGE.read_text(), re.S)
     real = example_output(tmp_path, agent, event)
@@ -60,6 +61,7 @@ def test_the_page_shows_the_real_output(tmp_path, agent, event):
         f"docs/agents.md: put this under <!-- example {agent} {event} -->:\n```json\n{real}\n```")
 
 
+@pytest.mark.slow
 def test_the_pages_off_topic_example_gets_nothing(tmp_path):
     """The page's off-topic example: a coding prompt nothing stored bears on adds nothing."""
     prompt = "Set up a GitHub Actions workflow that runs pytest on every push"

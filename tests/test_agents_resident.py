@@ -82,6 +82,7 @@ def resident(home):
     assert not socket_path(location).exists()  # removed on the way out
 
 
+@pytest.mark.slow
 def test_the_resident_process_answers_with_the_apps_key_and_no_other(home, resident):
     text = client.context(resident, "default", PROMPT["prompt"], budget_tokens=1000, timeout=10)
     assert "iteratively" in text
@@ -99,6 +100,9 @@ def test_the_resident_process_answers_with_the_apps_key_and_no_other(home, resid
     second = subprocess.run([sys.executable, "-m", "diarist.server.resident", "--db", resident], env=env_of(home),
                             capture_output=True, text=True, timeout=60)
     assert second.returncode == 0 and "already" in second.stderr
+
+
+@pytest.mark.slow
 
 
 def test_without_a_resident_process_the_hook_answers_in_process_and_starts_one(home):
@@ -132,6 +136,7 @@ def _notes(folder: Path, n: int) -> None:
 
 
 @pytest.mark.parametrize("path", ["in-process", "resident"])
+@pytest.mark.slow
 def test_a_hook_and_a_sync_at_once_lose_nothing_and_show_no_lock(home, request, path):
     """A sync writes hundreds of notes while hooks read the same database: every hook answers
     (the fact stored before), none gets an error, the log holds none, and every note is stored."""

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
+import importlib
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from benchmark_scripts import BENCHMARKS, load_benchmark_script
 from conftest import LOCOMO_PATH, LONGMEMEVAL_PATH, data_file, needs_data
 
 from diarist.bench.cli import bench
 from diarist.bench.data import parse_evidence
-from diarist.bench.extract import condense
 from diarist.bench.metrics import session_metrics
 from diarist.bench.report import find_runs, sign_test, verify_run
-from diarist.bench.runner import Chunker
+from diarist.bench.configs import CONFIGS, get_config
+from diarist.bench.runner import STUDY_HOOKS, Chunker, Runner
 from diarist.embed import get_embedder
 from diarist.types import Message
 
@@ -60,12 +63,29 @@ def test_malformed_locomo_evidence_ids():
 
 
 def test_extract_is_short_and_keeps_first_person_facts():
+    condense = load_benchmark_script("studies/extract.py").condense  # a study's, not the library's
     messages = [
         Message("user", "Hi there. I adopted a greyhound named Biscuit on 3 May in Leeds. Can you help?"),
         Message("assistant", "Of course! Greyhounds are lovely dogs and need gentle exercise. " * 20),
     ]
     text = condense(messages, 120)
     assert "Biscuit" in text and len(text) <= 120
+
+
+def test_the_retired_ablations_are_a_study_the_runner_refuses_without(monkeypatch):
+    followup = replace(get_config("default"), name="followup-here", followup="previous")
+    with pytest.raises(ValueError, match="needs the 'followup' of a study"):
+        Runner(followup, "hash", None, progress=False)
+    assert "session-doc" not in CONFIGS, "a retired ablation is not in the library's configs"
+    configs, hooks = dict(CONFIGS), dict(STUDY_HOOKS)
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    try:
+        importlib.import_module("benchmarks.studies.ablations").register()
+        assert {"session-doc", "extract-fused", "followup"} <= set(CONFIGS)
+        runner = Runner(followup, "hash", None, progress=False)
+        assert runner._followup("How many Korean restaurants have I tried in my city?")[1] == "How many was that?"
+    finally:
+        CONFIGS.clear(), CONFIGS.update(configs), STUDY_HOOKS.clear(), STUDY_HOOKS.update(hooks)
 
 
 def test_session_document_reads_one_window():
@@ -97,6 +117,7 @@ def slice_runs(tmp_path_factory):
 
 
 @needs_data
+@pytest.mark.slow
 def test_slice_writes_every_output(slice_runs):
     for run in (slice_runs / "lme" / "default", slice_runs / "lme" / "vectors-only", slice_runs / "locomo"):
         for name in ("rows.jsonl", "summary.json", "summary.md", "config.json", "recall_by_type.png"):
@@ -116,6 +137,7 @@ def test_slice_writes_every_output(slice_runs):
 
 
 @needs_data
+@pytest.mark.slow
 def test_a_second_run_reads_the_cache_and_ranks_the_same(slice_runs, tmp_path):
     r = CliRunner().invoke(bench, ["locomo", "--data", str(LOCOMO), "--limit", "1", "--embedder", "hash",
                                    "--cache", str(slice_runs / "cache.sqlite"), "--out", str(tmp_path)])
@@ -127,6 +149,7 @@ def test_a_second_run_reads_the_cache_and_ranks_the_same(slice_runs, tmp_path):
 
 
 @needs_data
+@pytest.mark.slow
 def test_verify_passes_then_fails_on_an_edited_cell(slice_runs, tmp_path):
     cli = CliRunner()
     r = cli.invoke(bench, ["verify", str(slice_runs)])
@@ -154,12 +177,14 @@ def test_verify_passes_then_fails_on_an_edited_cell(slice_runs, tmp_path):
 
 
 @needs_data
+@pytest.mark.slow
 def test_compare_pairs_questions(slice_runs):
     r = CliRunner().invoke(bench, ["compare", str(slice_runs / "lme" / "default"), str(slice_runs / "lme" / "vectors-only"), "--set", "all"])
     assert r.exit_code == 0, r.output
     assert "| r_any@5 | 3 |" in r.output and "sign test" in r.output
 
 
+@pytest.mark.slow
 def test_every_committed_result_verifies():
     runs = find_runs([RESULTS]) if RESULTS.exists() else []
     if not runs:

@@ -93,6 +93,7 @@ def scores(store: Store) -> list[list[tuple[int, float]]]:
     return [channel.search(app, q, 50) for app in ("a", "b") for q in QUERIES + [["zyzzyva"], ["again"]]]
 
 
+@pytest.mark.slow
 def test_bulk_writes_the_same_database_as_item_by_item(tmp_path: Path) -> None:
     stores = {}
     for name in ("bulk", "single"):

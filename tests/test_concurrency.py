@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 from test_server_support import DIARIST, create_key, free_port, diarist_env, wait_for_http
 
 from diarist.memory import Memory
@@ -69,6 +70,7 @@ sys.exit(1 if errors else 0)
 """
 
 
+@pytest.mark.slow
 def test_writers_and_readers_share_one_file(tmp_path):
     db = tmp_path / "shared.sqlite"
     Memory(db, embedder="hash").close()  # the schema exists before anyone races for it

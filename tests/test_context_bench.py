@@ -50,7 +50,7 @@ def asked(tmp_path_factory):
     runner = cb.ContextRunner(get_config("default"), "hash", tmp_path_factory.mktemp("c") / "cache.sqlite",
                               progress=False)
     hay = _haystack()
-    prepared = runner.base._prepare([hay])
+    prepared = runner.base.prepare([hay], embed=False)
     memory = runner.memory(hay, prepared["h1"])
     yield runner, hay, prepared["h1"], memory
     memory.close()
@@ -185,6 +185,7 @@ def test_ranking_ablations_are_refused():
 
 
 @needs_data
+@pytest.mark.slow
 def test_shortfact_and_longmemeval_context_end_to_end(tmp_path):
     cli = CliRunner()
     cache = ["--embedder", "hash", "--cache", str(tmp_path / "cache.sqlite")]
@@ -221,7 +222,7 @@ def test_a_cut_reaches_the_memory(asked, tmp_path):
     runner = cb.ContextRunner(get_config("default"), "hash", tmp_path / "cache.sqlite", progress=False,
                               cut=CutParams(0.3, 0.05, 1.0))
     hay = _haystack()
-    memory = runner.memory(hay, runner.base._prepare([hay])["h1"])
+    memory = runner.memory(hay, runner.base.prepare([hay], embed=False)["h1"])
     assert memory.cut == CutParams(0.3, 0.05, 1.0)
     memory.close()
     runner.close()

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from diarist import lexical
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.memory import Memory
 
 bm25s = pytest.importorskip("bm25s")
@@ -137,6 +137,7 @@ def _reference_scores(ref, terms: list[str], n: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("k1,b", [(1.5, 0.75), (1.2, 0.4)])
+@pytest.mark.slow
 def test_scores_match_bm25s(locomo_index, k1, b):
     mem, ids, corpus, queries = locomo_index
     assert len(ids) > 1024, "the corpus should span more than one postings block"

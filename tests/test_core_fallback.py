@@ -51,6 +51,7 @@ def _corrupt(db_path, sql: str) -> None:
     conn.close()
 
 
+@pytest.mark.slow
 def test_index_lexical_false_falls_back_to_vectors(db_path):
     mem = Memory(db_path, embedder="hash", index_lexical=False)
     add_all(mem, make_sessions(10, seed=12), app="a")

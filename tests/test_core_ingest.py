@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from diarist.cli import main
 from diarist.errors import InvalidInput, UnknownApp
-from diarist.ingest import sessions_from_file
+from diarist.importers import read_sessions
 from diarist.memory import Memory
 from diarist.write.validate import MAX_MESSAGE_CHARS, SessionInput
 
@@ -42,7 +42,7 @@ def _error_line(result) -> str:
 def test_jsonl_sessions_round_trip(tmp_path):
     sessions = make_sessions(5, seed=20)
     path = _write_jsonl(tmp_path / "s.jsonl", sessions)
-    fmt, read = sessions_from_file(path)
+    fmt, read = read_sessions(path)
     assert fmt == "sessions" and [s.session_id for s in read] == [f"s{i}" for i in range(5)]
     db = tmp_path / "m.sqlite"
     result = _ingest(path, db, "--app", "x")
@@ -58,13 +58,13 @@ def test_json_list_gzip_and_sessions_key(tmp_path):
     sessions = make_sessions(3, seed=21)
     gz = tmp_path / "s.json.gz"
     gz.write_bytes(gzip.compress(json.dumps(sessions).encode()))
-    assert [s.session_id for s in sessions_from_file(gz)[1]] == ["s0", "s1", "s2"]
+    assert [s.session_id for s in read_sessions(gz)[1]] == ["s0", "s1", "s2"]
     wrapped = tmp_path / "w.json"
     wrapped.write_text(json.dumps({"sessions": sessions}))
-    assert len(sessions_from_file(wrapped)[1]) == 3
+    assert len(read_sessions(wrapped)[1]) == 3
     single = tmp_path / "one.json"
     single.write_text(json.dumps(sessions[0], indent=2))
-    assert [s.session_id for s in sessions_from_file(single)[1]] == ["s0"]
+    assert [s.session_id for s in read_sessions(single)[1]] == ["s0"]
 
 
 def test_openai_message_list_is_one_session(tmp_path):
@@ -74,8 +74,8 @@ def test_openai_message_list_is_one_session(tmp_path):
         {"role": "user", "content": "My dog is called Pixel."},
         {"role": "assistant", "content": "Nice name!"},
     ]))
-    fmt, sessions = sessions_from_file(path)
-    assert fmt == "messages" and len(sessions) == 1 and len(sessions[0].messages) == 3
+    fmt, sessions = read_sessions(path)
+    assert fmt == "openai" and len(sessions) == 1 and len(sessions[0].messages) == 3
     db = tmp_path / "m.sqlite"
     assert _ingest(path, db).exit_code == 0
     with Memory(db, embedder="hash") as mem:
@@ -105,7 +105,7 @@ def test_longmemeval_format(tmp_path):
     ]
     path = tmp_path / "lme.json"
     path.write_text(json.dumps(records))
-    fmt, sessions = sessions_from_file(path)
+    fmt, sessions = read_sessions(path)
     assert fmt == "longmemeval"
     assert [s.session_id for s in sessions] == ["a", "b"], "each haystack session once"
     assert len(sessions[0].messages) == 1, "empty turns are skipped"
@@ -116,7 +116,7 @@ def test_longmemeval_format(tmp_path):
 
 
 def test_locomo_format_from_the_real_file(tmp_path, locomo):
-    fmt, sessions = sessions_from_file(LOCOMO_PATH, limit=1)
+    fmt, sessions = read_sessions(LOCOMO_PATH, limit=1)
     assert fmt == "locomo"
     conversation = locomo[0]["conversation"]
     n_sessions = sum(1 for k, v in conversation.items() if k.startswith("session_") and isinstance(v, list) and v)

@@ -13,7 +13,7 @@ import pytest
 from diarist import lexical
 from diarist.write.chunk import chunk_session
 from diarist.embed import get_embedder
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.memory import Memory
 from diarist.types import Message
 
@@ -53,6 +53,7 @@ def test_embeddings_are_normalised_and_semantically_sane(minilm):
     np.testing.assert_allclose(minilm.embed([texts[1]])[0], vecs[1], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_long_text_is_read_whole_not_truncated(minilm):
     """A text over the window is embedded window by window: its tail changes the vector."""
     head = "We talked about the weather and the garden. " * 60
@@ -84,6 +85,7 @@ def test_chunks_fit_the_real_window(minilm, locomo):
         assert m["content"].strip() in text  # nothing was dropped
 
 
+@pytest.mark.slow
 def test_text_cut_inside_a_word_still_fits_the_window(minilm, tmp_path):
     """Regression: a cut between two sub-word tokens re-tokenised one token longer, so a long
     run-on text made a 255-token chunk and embed() raised "257 tokens exceeds the window"."""
@@ -136,6 +138,7 @@ def _rank(hits, session_id: str) -> int | None:
 
 
 @pytest.mark.parametrize("question,name,expected", PROPER_NOUN_QUESTIONS, ids=lambda v: str(v)[:24])
+@pytest.mark.slow
 def test_rare_proper_noun_is_found_with_fusion(locomo_memory, locomo, question, name, expected):
     mem, sessions = locomo_memory
     gold = _evidence_session(locomo, question)

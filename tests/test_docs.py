@@ -188,6 +188,7 @@ def pages_with_blocks() -> list[Path]:
 
 @pytest.mark.model
 @pytest.mark.parametrize("page", pages_with_blocks(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.slow
 def test_every_shown_output_is_what_the_command_prints(page: Path, tmp_path: Path, monkeypatch, request) -> None:
     lines = page.read_text(encoding="utf-8").splitlines()
     blocks = shown_blocks(lines)
@@ -318,6 +319,7 @@ def test_every_command_has_help(path: str) -> None:
     assert not silent, f"{path}: options without help: {silent}"
 
 
+@pytest.mark.slow
 def test_the_cli_page_is_every_commands_help(request) -> None:
     """docs/cli.md documents every command: it is exactly what their --help prints."""
     expected = cli_reference()

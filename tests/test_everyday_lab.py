@@ -140,6 +140,7 @@ def runs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_a_run_verifies_and_a_tampered_summary_does_not(runs):
     runner = CliRunner()
     result = runner.invoke(main, ["bench", "verify", str(runs / "dev")])

@@ -31,6 +31,7 @@ def exported(tmp_path_factory):
     return source, copy, dump
 
 
+@pytest.mark.slow
 def test_jsonl_round_trip_gives_identical_items(exported, tmp_path):
     source, copy, dump = exported
     again = tmp_path / "again.jsonl"
@@ -42,6 +43,7 @@ def test_jsonl_round_trip_gives_identical_items(exported, tmp_path):
     assert all(line["kind"] == "session" and line["messages"] for line in lines)
 
 
+@pytest.mark.slow
 def test_jsonl_round_trip_gives_identical_rankings_for_every_locomo_question(exported):
     source, copy, _ = exported
     with Memory(source, create=False) as a, Memory(copy, create=False) as b:

@@ -82,6 +82,7 @@ def _reimports(lines: list[str], tmp_path) -> None:
         assert memory.stats("a")["apps"]["a"]["sessions"] == SESSIONS
 
 
+@pytest.mark.slow
 def test_a_replace_during_the_export_neither_skips_nor_repeats(location, tmp_path, monkeypatch):
     _filled(location).close()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from diarist import Memory
 
 from benchmark_scripts import load_benchmark_script
@@ -51,6 +53,7 @@ def test_check_fails_when_a_cell_is_edited(tmp_path) -> None:
     assert _floor_script().check(tmp_path) == 1
 
 
+@pytest.mark.slow
 def test_two_signal_floor_study_rederives_from_the_rows():
     """The committed cross-validation of the two-signal floor (not adopted: it loses legitimate
     questions out of sample) is what the committed calibration rows give."""
@@ -67,6 +70,7 @@ def _cv_script():
     return load_benchmark_script("floor_cv.py")
 
 
+@pytest.mark.slow
 def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_sample():
     """The committed cross-validation of the shipped evidence floor is what the rows give; no
     report loses a legitimate question, and the library's thresholds are its in-sample fit."""
@@ -87,6 +91,7 @@ def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_
     assert (shipped.cosine, shipped.personal) == (module.SHIPPED, module.PERSONAL_FLOOR)
 
 
+@pytest.mark.slow
 def test_impersonal_rewrites_are_the_fixed_sample_and_their_study_rederives():
     """The rewrites are every 4th LongMemEval and every 8th LoCoMo legitimate question (by position,
     not by score), each asked once; the committed study of how each floor treats them is what the
@@ -128,6 +133,7 @@ def test_the_studys_rule_is_the_librarys():
                 assert bool(module.evidence_empty([row], 0.25, 0.70)[0]) == expected, (cosine, question, held)
 
 
+@pytest.mark.slow
 def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> None:
     """The rows' ``personal`` and coverage are what diarist.read.floor gives today over each LoCoMo
     conversation's lexical index (hash embedder: the index does not depend on it), so a change to

@@ -9,11 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmark_scripts import load_study
+
 from diarist import settings
 from diarist.bench import fusion_lab as lab
 from diarist.read.fusion import convex, rrf
 
 ROOT = Path(__file__).resolve().parents[1]
+variants = load_study("fusion_variants")  # the issue-9 variants: a study beside the lab
 POOLS = sorted((ROOT / "benchmarks" / "results" / "fusion" / "pools").glob("*.jsonl.gz"))
 
 
@@ -51,10 +54,20 @@ def test_the_lab_adaptive_function_without_tilt_is_the_librarys_convex_fusion(se
     fused = convex(*lab.channel_lists(pool, depth), 0.75, depth)
     by_library = list(dict.fromkeys(int(pool.session[i]) for i, _, _ in fused))
     params = {"alpha": 0.75, "gamma": 0.0, "k": 5, "depth": depth}
-    assert lab.rank_sessions(pool, lab.convex_adaptive_gap(pool, params))[: len(by_library)] == by_library
+    assert lab.rank_sessions(pool, variants.convex_adaptive_gap(pool, params))[: len(by_library)] == by_library
 
 
-def test_paired_report_counts_questions_out_of_sample():
+@pytest.fixture
+def with_variants():
+    """The lab's fusions with the study's variants registered, as they were after the test."""
+    before = dict(lab.FUSIONS)
+    variants.register()
+    yield
+    lab.FUSIONS.clear()
+    lab.FUSIONS.update(before)
+
+
+def test_paired_report_counts_questions_out_of_sample(with_variants):
     pools = {"a": [_pool(i, unit=f"a{i % 5}") for i in range(15)], "b": [_pool(50 + i, unit=f"b{i % 5}") for i in range(15)]}
     report = {"fusions": {n: lab.cross_validate(pools, n) for n in ("bm25-only", "adaptive-gap5")}}
     same = lab.paired_report(pools, report, "adaptive-gap5", "adaptive-gap5")
@@ -65,7 +78,7 @@ def test_paired_report_counts_questions_out_of_sample():
         cell = other["kfold"][d]["r_any@1"]
         diff = report["fusions"]["adaptive-gap5"]["kfold"][d]["r_any@1"] - report["fusions"]["bm25-only"]["kfold"][d]["r_any@1"]
         assert (cell["gained"] - cell["lost"]) / len(pools[d]) == pytest.approx(diff, abs=1e-4)
-    weights = lab.question_weights(pools, {"alpha": 0.9, "gamma": 0.5, "k": 5})
+    weights = variants.question_weights(pools, {"alpha": 0.9, "gamma": 0.5, "k": 5})
     assert all(0.0 <= w["p10"] <= w["p50"] <= w["p90"] <= 1.0 for w in weights.values())
 
 
@@ -80,12 +93,27 @@ def test_folds_keep_each_haystack_whole():
 
 def test_learned_ranker_fits_and_scores():
     pools = {"a": [_pool(i) for i in range(20)], "b": [_pool(100 + i) for i in range(20)]}
-    w = lab.train_linear(pools, {})
-    assert w.shape == (len(lab.FEATURES),) and np.all(np.isfinite(w))
-    assert lab.linear_scores(pools["a"][0], {"weights": w}).shape == (6,)
+    w = variants.train_linear(pools, {})
+    assert w.shape == (len(variants.FEATURES),) and np.all(np.isfinite(w))
+    assert variants.linear_scores(pools["a"][0], {"weights": w}).shape == (6,)
+
+
+def test_the_study_writes_the_committed_reports_fusions_and_the_lab_its_own():
+    committed = json.loads((ROOT / "benchmarks" / "results" / "fusion" / "fusion_cv.json").read_text())
+    names = [*lab.REPORTED, *variants.VARIANTS, "learned-linear"]
+    assert list(committed["fusions"]) == names and set(committed["paired"]) == {f"{b} vs {a}" for a, b in variants.PAIRED}
+    pools = {"a": [_pool(i, unit=f"a{i % 5}") for i in range(10)], "b": [_pool(50 + i, unit=f"b{i % 5}") for i in range(10)]}
+    before = dict(lab.FUSIONS)
+    assert list(lab.fusion_report(pools)["fusions"]) == list(lab.REPORTED)
+    try:
+        report = variants.variants_report(pools, learned=False)
+    finally:
+        lab.FUSIONS.clear(), lab.FUSIONS.update(before)
+    assert list(report["fusions"]) == names[:-1] and "adaptive-gap5" in variants.variants_markdown(report)
 
 
 @pytest.mark.skipif(len(POOLS) != 2, reason="the committed fusion pools are missing")
+@pytest.mark.slow
 def test_the_committed_pools_choose_the_shipped_weight():
     pools = lab.load([str(p) for p in POOLS])
     assert set(pools) == {"longmemeval", "locomo"}
@@ -159,6 +187,7 @@ def test_the_k1_b_fusions_on_the_reference_column_are_the_lab_fusions(seed):
                           lab.lexical_only(lab.bm25_view(pool, 1.2, 0.4), {}))
 
 
+@pytest.mark.slow
 def test_bm25_params_report_fits_k1_b_with_the_weight():
     pools = {"a": [_two_column_pool(i, f"a{i % 5}") for i in range(15)],
              "b": [_two_column_pool(50 + i, f"b{i % 5}") for i in range(15)]}

@@ -334,11 +334,13 @@ def fuzz(tmp_path_factory):
 
 @QUICK
 @given(data=st.data())
+@pytest.mark.slow
 def test_every_public_method_raises_only_diarist_errors(fuzz, data):
     run_all(fuzz, data)
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: m.__name__[2:])
+@pytest.mark.slow
 def test_each_method(fuzz, method):
     """Each method on its own, so that none is starved by the random choice above."""
 
@@ -454,6 +456,7 @@ VALID_NOWS = st.one_of(
 
 @settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(query=TIME_QUESTIONS, now=VALID_NOWS)
+@pytest.mark.slow
 def test_questions_that_name_a_time_never_crash(fuzz, query, now):
     """A question like "what did I say 3000 years ago" is good input: it is answered, whatever `now` is."""
     fuzz.call("search", query, app=APP, k=5, now=now)
@@ -480,6 +483,7 @@ def test_derive_then_search_raises_only_diarist_errors(fuzz, option, value, quer
 
 @settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(name=PATH_TEXT)
+@pytest.mark.slow
 def test_backup_and_keys_raise_only_diarist_errors(fuzz, tmp_path_factory, name):
     folder = tmp_path_factory.mktemp("backup")
     for call in (lambda: fuzz.memory.backup(f"{folder}/{name}"), lambda: fuzz.memory.keys.revoke(name),
@@ -558,6 +562,7 @@ def scratch(tmp_path_factory):
 
 @settings(max_examples=50, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
+@pytest.mark.slow
 def test_memory_constructor_raises_only_diarist_errors(scratch, data):
     try:
         construct_and_search(scratch, data.draw)

@@ -211,6 +211,7 @@ def fuzz(server):
 
 @settings(max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(request=requests())
+@pytest.mark.slow
 def test_no_request_gets_a_500_or_a_non_json_answer(fuzz, request):
     fuzz.send(*request)
 

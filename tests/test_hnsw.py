@@ -95,6 +95,7 @@ def test_apps_are_isolated(db):
         assert not {c for c, _ in ann.search("a", q[None], 300)} & ids_b
 
 
+@pytest.mark.slow
 def test_survives_reopen_without_reading_all_vectors(db, monkeypatch):
     store, path = db
     ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
@@ -116,6 +117,7 @@ def test_survives_reopen_without_reading_all_vectors(db, monkeypatch):
     other.close()
 
 
+@pytest.mark.slow
 def test_new_epoch_rebuilds(db):
     store, path = db
     ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=0)
@@ -170,6 +172,7 @@ def test_a_small_app_is_counted_once_per_write_not_per_query(db):
     assert calls == ["a", "a"]
 
 
+@pytest.mark.slow
 def test_large_app_built_in_background_exact_meanwhile(db):
     store, path = db
     ann = HnswDenseIndex(store, f"{path}.hnsw", min_vectors=1000)
@@ -246,6 +249,7 @@ def test_the_public_lookup_gives_the_same_vectors(db, monkeypatch):
     assert np.array_equal(hnsw_module._Graph.vectors_of(graph, keys), fast)
 
 
+@pytest.mark.slow
 def test_a_graph_file_replaced_under_a_reader_is_rebuilt_from_the_store(db):
     """A memory-mapped graph whose file another process replaced (or removed) is built again
     from the store's vectors before a write extends it: nothing lost, nothing deleted back."""

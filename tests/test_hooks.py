@@ -73,6 +73,7 @@ def log_text(home: Path) -> str:
 
 
 @pytest.mark.parametrize("agent,event", CASES)
+@pytest.mark.slow
 def test_the_documented_event_gets_the_documented_output(home, agent, event):
     install(home, agent, "--no-mcp")
     payload = (FIXTURES / agent / f"{event}.json").read_text()

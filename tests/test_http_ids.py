@@ -32,6 +32,7 @@ def served(memory):
 
 @pytest.mark.parametrize("item_id", IDS)
 @pytest.mark.parametrize("kind", ["sessions", "facts"])
+@pytest.mark.slow
 def test_an_id_with_a_slash_is_read_listed_in_history_and_deleted_over_http(served, kind, item_id):
     memory, client = served
     url = f"/v1/apps/a/{kind}/{_q(item_id)}"

@@ -12,12 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diarist import ingest as legacy
 from diarist.cli import main
 from diarist.dates import normalise_date
 from diarist.importers import FORMATS, IMPORTERS, Importer, Source, detect, read_all, read_sessions
-from diarist.importers import locomo as locomo_importer
-from diarist.importers import longmemeval as longmemeval_importer
 from diarist.memory import Memory
 from export_shapes import chatgpt_conversation
 
@@ -377,15 +374,6 @@ def test_malformed_benchmark_record_is_named(tmp_path):
     path.write_text(json.dumps([{"haystack_sessions": [[]], "haystack_dates": ["2023/05/20 (Sat) 02:21"]}]))
     line = _error(_ingest(path, tmp_path / "x.sqlite"))
     assert f"{path} record 1: not a valid LongMemEval record (missing field 'haystack_session_ids')" in line
-
-
-def test_legacy_names_stay_importable(tmp_path):
-    assert legacy.locomo_sessions is locomo_importer.locomo_sessions
-    assert legacy.longmemeval_sessions is longmemeval_importer.longmemeval_sessions
-    assert legacy.LOCOMO_SESSION.match("session_3") and legacy.locomo_turn_text({"speaker": "A", "text": "hi"}) == "A: hi"
-    assert callable(legacy.read_text) and callable(legacy.load_json_records) and callable(legacy.detect_format)
-    assert legacy.sessions_from_file(OPENAI)[0] == "messages", "the old name of an OpenAI message list"
-    assert legacy.sessions_from_file(CHATGPT)[0] == "chatgpt"
 
 
 def test_the_importing_page_documents_every_format():

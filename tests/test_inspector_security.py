@@ -97,6 +97,7 @@ def ui_server(tmp_path_factory):
         yield ("127.0.0.1", port)
 
 
+@pytest.mark.slow
 def test_diarist_ui_refuses_a_smuggled_request(ui_server):
     from raw_http import send_and_read_until_closed, status
 
@@ -109,6 +110,7 @@ def test_diarist_ui_refuses_a_smuggled_request(ui_server):
     assert status(response) == 400 and b"connection: close" in response.lower()
 
 
+@pytest.mark.slow
 def test_diarist_ui_cuts_off_a_slowloris_client(ui_server):
     from raw_http import connect, read_until_closed, readable
 

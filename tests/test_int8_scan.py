@@ -140,6 +140,7 @@ def store(tmp_path):
     s.close()
 
 
+@pytest.mark.slow
 def test_the_int8_path_serves_large_apps_with_the_float32_top(store):
     index = ExactDenseIndex(store)
     queries = normalise(dequantize(clustered(40, 2)) + 0.05)
@@ -150,6 +151,7 @@ def test_the_int8_path_serves_large_apps_with_the_float32_top(store):
     assert index._cache["a"].packed is not None and len(index._cache["a"].packed) == 12_000
 
 
+@pytest.mark.slow
 def test_the_bound_holds_where_every_score_is_close(tmp_path, monkeypatch):
     """Rows all near one direction, and only depth candidates at first: the integer products
     alone cannot order them, so the bound must send the search on to more rows."""
@@ -168,6 +170,7 @@ def test_the_bound_holds_where_every_score_is_close(tmp_path, monkeypatch):
     s.close()
 
 
+@pytest.mark.slow
 def test_appended_rows_and_repacks_keep_the_float32_top(store):
     index = ExactDenseIndex(store)
     q = normalise(dequantize(clustered(1, 3)))
@@ -192,6 +195,7 @@ def test_deleted_rows_never_come_back(store):
     assert_same_top(got, float32_scan(store, "a", q, 300))
 
 
+@pytest.mark.slow
 def test_a_filter_over_a_large_app_ranks_only_allowed_rows(store):
     index = ExactDenseIndex(store)
     ids = store.read_vectors("a", 0).ids
@@ -210,6 +214,7 @@ def test_small_apps_are_scored_whole_as_before(tmp_path):
     s.close()
 
 
+@pytest.mark.slow
 def test_searches_beside_appends_answer_the_top_of_a_state_no_older_than_they_saw(tmp_path):
     """Readers search a large app while a writer appends (the tail grows, then is packed): each
     answer is exactly the float32 top of a state the writer left, never older than the one the

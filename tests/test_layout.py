@@ -89,6 +89,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 @pytest.mark.parametrize("deferred", [False, True], ids=["import-time", "deferred-and-typing"])
+@pytest.mark.slow
 def test_no_import_cycles(deferred):
     """No circle at import time, nor through imports inside functions or for typing only: a
     deferred import hides a circle from the interpreter, not from the reader (issue 29)."""
@@ -127,6 +128,7 @@ def _store_probes(path: Path) -> list[str]:
 BACKEND_IMPORTS_ALLOWED: dict[str, str] = {}
 
 
+@pytest.mark.slow
 def test_no_store_is_probed_outside_the_store_package():
     """Optional capabilities are methods of the contract with defaults (``store/base.py``): no
     caller asks a store what it has (hasattr/getattr) or reaches into a backend's modules."""
@@ -172,6 +174,7 @@ ENTRY_MODULES = [
 
 
 @pytest.mark.parametrize("module", ENTRY_MODULES)
+@pytest.mark.slow
 def test_module_imports_first(module):
     if module not in _modules():
         pytest.skip(f"{module} is not in this tree")

@@ -54,6 +54,7 @@ async def remember_then_recall(client: Client) -> None:
     assert "No memory" in text_of(await client.call_tool("forget", {"memory_id": memory_id}))
 
 
+@pytest.mark.slow
 def test_stdio_remember_then_recall(tmp_path):
     db = tmp_path / "mcp.sqlite"
     params = StdioServerParameters(
@@ -71,6 +72,7 @@ def test_stdio_remember_then_recall(tmp_path):
     memory.close()
 
 
+@pytest.mark.slow
 def test_streamable_http_remember_then_recall_with_key(tmp_path):
     db = tmp_path / "mcp.sqlite"
     memory = Memory(db, embedder="hash")

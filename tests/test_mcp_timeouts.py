@@ -73,6 +73,7 @@ def _trickle(address, connections: int, step: float, guard_steps: int) -> tuple[
             sock.close()
 
 
+@pytest.mark.slow
 def test_trickled_bodies_are_closed(mcp_server):
     left_open, _ = _trickle(mcp_server, TRICKLERS, STEP, GUARD_STEPS)
     assert left_open == 0, f"{left_open} of {TRICKLERS} trickling connections still open after {GUARD_STEPS * STEP:g} s"
@@ -92,6 +93,7 @@ def test_250_trickled_bodies_at_the_default_timeout(tmp_path):
     assert left_open == 0
 
 
+@pytest.mark.slow
 def test_a_stalled_body_is_closed(mcp_server):
     address = mcp_server
     sock = socket.create_connection(address, timeout=30)  # the 30 s timeout is the hang guard

@@ -25,7 +25,7 @@ import diarist.migrate as migrate_module
 from diarist.cli import main
 from diarist.errors import ConfigError, DatabaseNotFound, KeyRefused
 from diarist.export import jsonl_lines
-from diarist.ingest import locomo_sessions
+from diarist.importers.locomo import locomo_sessions
 from diarist.keys import KeyStore
 from diarist.memory import Memory
 from diarist.migrate import MigrationFailed, migrate, same_ranking
@@ -77,6 +77,7 @@ def keys_of(location: Any) -> list[tuple]:
         return [(k.app, k.prefix, k.label, k.created_at, k.revoked_at) for k in mem.keys.list(include_revoked=True)]
 
 
+@pytest.mark.slow
 def test_sqlite_to_postgresql_and_back(pg_server: Any, tmp_path: Path) -> None:
     src, back = tmp_path / "src.sqlite", tmp_path / "back.sqlite"
     built = build_source(src)

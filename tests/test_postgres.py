@@ -29,7 +29,7 @@ from store_contract import fact, identity_script  # noqa: E402
 
 from diarist import health, lexical  # noqa: E402
 from diarist.errors import DatabaseNotFound, NotADatabase, NotFound, SchemaError, StoreError  # noqa: E402
-from diarist.ingest import locomo_sessions  # noqa: E402
+from diarist.importers.locomo import locomo_sessions  # noqa: E402
 from diarist.memory import Memory  # noqa: E402
 from diarist.store import open_store  # noqa: E402
 from diarist.store.postgres import PostgresStore  # noqa: E402
@@ -48,6 +48,7 @@ def _ranking_close(got: list[tuple[int, float]], want: list[tuple[int, float]]) 
 # -- identical to SQLite ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_locomo_rankings_are_identical_to_sqlite(pg_server: PgServer) -> None:
     record = load_locomo()[0]  # conv-26: 19 sessions, 199 questions
     sessions = list(locomo_sessions(record))
@@ -366,6 +367,7 @@ def test_a_newer_or_foreign_schema_is_refused(pg_server: PgServer) -> None:
 # -- concurrency ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_concurrent_writers_to_one_app(pg_server: PgServer) -> None:
     """4 writer threads (each its own Memory, pool and connections) add sessions and append to
     one shared session while a reader searches; chunk ids must grow in commit order."""

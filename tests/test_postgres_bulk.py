@@ -4,9 +4,8 @@ all-or-nothing."""
 
 from __future__ import annotations
 
-import pytest
-
 import pg_server as pg_module
+import pytest
 
 pg_module.require()  # skips without the postgres extra (fails in CI)
 
@@ -34,6 +33,7 @@ def rows(url: str) -> dict[str, list[tuple]]:
         return {t: sorted(conn.execute(f"SELECT {cols} FROM {t}").fetchall(), key=repr) for t, cols in TABLES.items()}
 
 
+@pytest.mark.slow
 def test_bulk_writes_the_same_rows_as_item_by_item(pg_server: pg_module.PgServer) -> None:
     urls = {name: pg_server.new_url(f"bulk_{name}_") for name in ("bulk", "single")}
     stores = {}

@@ -97,6 +97,7 @@ def test_pool_options_ride_on_the_url(pg_server: PgServer) -> None:
 # -- every command --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_command_on_postgresql(pg_server: PgServer, tmp_path: Path) -> None:
     url = secret_url(pg_server, "cli") + "&pool_size=4"
     data = tmp_path / "sessions.jsonl"
@@ -145,6 +146,7 @@ def test_every_command_on_postgresql(pg_server: PgServer, tmp_path: Path) -> Non
     assert result.exit_code == 1 and "no diarist database" in result.output and SECRET not in result.output
 
 
+@pytest.mark.slow
 def test_serve_with_workers_and_mcp_on_postgresql(pg_server: PgServer, tmp_path: Path) -> None:
     url = secret_url(pg_server, "serve") + "&pool_size=3"
     with Memory(url, embedder="hash") as mem:
@@ -259,6 +261,7 @@ WRITES = 16  # per writer
 READS = 25  # per reader
 
 
+@pytest.mark.slow
 def test_eight_writers_and_four_readers_on_one_database(pg_server: PgServer) -> None:
     """Bounded: 8 writers x 16 writes (sessions, facts, appends to one shared session), half of
     them through `diarist serve --workers 4`, half through Memory in their own processes, and 4

@@ -66,6 +66,7 @@ def two_apps(pg_server: PgServer):
     store.close()
 
 
+@pytest.mark.slow
 def test_isolation_and_exact_scores(two_apps: PostgresStore) -> None:
     store = two_apps
     index, exact = PgvectorDenseIndex(store, min_vectors=0), ExactDenseIndex(store)
@@ -119,6 +120,7 @@ def test_recall_against_exact(two_apps: PostgresStore) -> None:
     assert np.mean(recalls) >= 0.95, np.mean(recalls)
 
 
+@pytest.mark.slow
 def test_deletions_and_crossover(pg_server: PgServer) -> None:
     store = PostgresStore(pg_server.new_url("dense"), max_size=4)
     try:

@@ -286,6 +286,7 @@ def run_kill_trials(tmp_path: Path, trials: int, seed: int) -> dict[str, int]:
     return figures
 
 
+@pytest.mark.slow
 def test_kill_9_during_ingest_loses_nothing(tmp_path):
     run_kill_trials(tmp_path, trials=30, seed=1)
 
@@ -492,6 +493,7 @@ def run_appends(server: dict[str, Any], app: str, per_writer: int, reads: int) -
     return figures
 
 
+@pytest.mark.slow
 def test_appends_to_one_session_lose_nothing(server):
     run_appends(server, APPEND_APP, per_writer=40, reads=400)
 
@@ -669,6 +671,7 @@ def run_churn(server: dict[str, Any], app: str, sessions: int, replaces: int, de
     return figures
 
 
+@pytest.mark.slow
 def test_search_during_replace_and_delete(server):
     run_churn(server, CHURN_APP, sessions=8, replaces=40, deletes=20, reads=300)
 
@@ -772,6 +775,7 @@ def run_races(tmp_path: Path, races: int, kind: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", ["embedder", "plan"])
+@pytest.mark.slow
 def test_two_first_writers_one_wins(tmp_path, kind):
     run_races(tmp_path, 30, kind)
 

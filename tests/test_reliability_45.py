@@ -80,6 +80,7 @@ def test_a_file_of_nul_bytes_named_md_is_refused_not_stored(memory, tmp_path):
 # -- the curate page's cost is bounded however many pairs pass its threshold -------------------------
 
 
+@pytest.mark.slow
 def test_curate_holds_a_bounded_candidate_set_when_every_pair_passes(memory):
     import tracemalloc
 

@@ -64,6 +64,7 @@ def test_get_reranker_specs() -> None:
         get_reranker("magic")
 
 
+@pytest.mark.slow
 def test_search_with_a_reranker_that_cannot_load_keeps_fused_order(tmp_path) -> None:
     sessions = [
         ("s1", "I adopted a cat named Admon from the shelter."),
@@ -99,6 +100,9 @@ def _tiny_cross_encoder(folder) -> str:
     transformers.BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+@pytest.mark.slow
 
 
 def test_real_cross_encoder_reorders_by_its_own_scores(tmp_path) -> None:

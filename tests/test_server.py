@@ -306,6 +306,7 @@ def test_health_over_http(server):
     assert "alpha" not in r.text  # no app names without a key
 
 
+@pytest.mark.slow
 def test_serve_command_binds_loopback_by_default(tmp_path):
     from diarist.server.cli import serve
 

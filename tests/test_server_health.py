@@ -29,6 +29,7 @@ def doctor(db) -> subprocess.CompletedProcess:
                           env=diarist_env(), capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_healthy(tmp_path):
     memory = fill(tmp_path / "m.sqlite")
     report = check(memory)
@@ -87,6 +88,7 @@ def test_corrupt_vectors_fail_health(tmp_path):
     assert result.returncode == 1 and "FAIL" in result.stdout
 
 
+@pytest.mark.slow
 def test_lost_postings_fail_health_even_when_counters_look_right(tmp_path):
     db = tmp_path / "m.sqlite"
     fill(db).close()

@@ -36,6 +36,7 @@ def served(tmp_path_factory):
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+@pytest.mark.slow
 def test_api_conforms_and_never_errors(served, mode):
     """Every operation, positive and negative data; the app path parameter is pinned to the key's app
     (auth has its own tests), so generated requests reach the real routes, not only the 403 wall."""

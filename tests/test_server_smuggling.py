@@ -111,6 +111,7 @@ FRAMINGS = sorted(_framings("k"))
 
 
 @pytest.mark.parametrize("name", FRAMINGS)
+@pytest.mark.slow
 def test_an_ambiguous_framing_is_refused_and_closed(served, name):
     address, url, key = served
     before = _stored_fact_ids(url, key)
@@ -140,6 +141,7 @@ def test_plain_requests_still_work(served):
                      timeout=GUARD).raise_for_status()
 
 
+@pytest.mark.slow
 def test_the_mcp_http_transport_refuses_them_too(tmp_path):
     """`diarist mcp --transport http` runs on the same protocol: CL + TE is refused and closed."""
     db = tmp_path / "m.sqlite"

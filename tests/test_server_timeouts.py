@@ -30,6 +30,7 @@ def server(tmp_path_factory):
         yield ("127.0.0.1", port), url
 
 
+@pytest.mark.slow
 def test_idle_connections_that_send_nothing_are_closed(server):
     address, _ = server
     socks = [connect(address) for _ in range(50)]
@@ -41,6 +42,7 @@ def test_idle_connections_that_send_nothing_are_closed(server):
             sock.close()
 
 
+@pytest.mark.slow
 def test_slowloris_headers_are_cut_off(server):
     """Headers trickled a byte at a time never complete: the server answers 408 and closes."""
     address, _ = server
@@ -65,6 +67,7 @@ def test_slowloris_headers_are_cut_off(server):
         sock.close()
 
 
+@pytest.mark.slow
 def test_a_stalled_body_gets_408_and_is_closed(server):
     address, _ = server
     sock = connect(address)
@@ -79,6 +82,7 @@ def test_a_stalled_body_gets_408_and_is_closed(server):
         sock.close()
 
 
+@pytest.mark.slow
 def test_idle_keep_alive_connections_are_closed(server):
     address, _ = server
     sock = connect(address)
@@ -90,6 +94,7 @@ def test_idle_keep_alive_connections_are_closed(server):
         sock.close()
 
 
+@pytest.mark.slow
 def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(server):
     """The deadline starts again with the first byte of each request, not only on connect."""
     address, _ = server

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "benchmarks" / "results" / "latency" / "baseline_10k.json"
 
@@ -29,6 +31,7 @@ def run_check(baseline: Path, workdir: Path, *flags: str) -> subprocess.Complete
                            "--workdir", str(workdir), *flags], capture_output=True, text=True, env=env, timeout=900)
 
 
+@pytest.mark.slow
 def test_search_is_within_its_baseline_ratios_to_a_numpy_scan(tmp_path):
     baseline = json.loads(BASELINE.read_text())
     assert baseline["size"] == 10_000 and baseline["corpus"] == "synthetic"
@@ -37,6 +40,7 @@ def test_search_is_within_its_baseline_ratios_to_a_numpy_scan(tmp_path):
     assert "speed guard: every row within 1.25x" in out.stdout
 
 
+@pytest.mark.slow
 def test_the_guard_fails_a_row_over_its_baseline(tmp_path):
     """The same check against a baseline whose ratios (to both references) are a tenth of the measured: it fails."""
     baseline = json.loads(BASELINE.read_text())
@@ -50,6 +54,7 @@ def test_the_guard_fails_a_row_over_its_baseline(tmp_path):
     assert "speed guard FAILED" in out.stdout
 
 
+@pytest.mark.slow
 def test_one_reference_over_is_a_machine_not_a_regression(tmp_path):
     """Against a baseline whose numpy ratios are a tenth of the measured but whose probe ratios are
     the committed ones, no row is over: only both references moving is a regression."""

@@ -230,6 +230,7 @@ def _tmpfs(tmp_path: Path, size: str):
 
 
 @needs_mount
+@pytest.mark.slow
 def test_a_really_full_disk_through_the_cli(tmp_path):
     """A 1.2 MiB tmpfs (an empty database of 16 KiB pages takes ~0.4 MiB): `diarist ingest` of a
     file that does not fit says so in one line."""
@@ -271,6 +272,7 @@ def test_read_only_through_the_api_and_http(original, tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as nobody")
+@pytest.mark.slow
 def test_a_0444_file_for_an_unprivileged_user(original):
     """As nobody: a 0444 file in a folder it may write is read (stats) but not written (ingest);
     in a read-only folder it cannot even be read (no -shm file): each says so in one line."""
@@ -402,6 +404,7 @@ def test_not_sqlite_through_the_api_and_cli(original, tmp_path):
         assert path.read_bytes() == before, f"{what} was changed"
 
 
+@pytest.mark.slow
 def test_not_sqlite_through_http(original, tmp_path):
     """`diarist serve` refuses to start on a foreign file, in one line; a file overwritten under
     a running server gives JSON errors, not 500s."""

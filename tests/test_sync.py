@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import diarist.sync as sync_module
+import diarist.importers.sync as sync_module
 from diarist.cli import main
 from diarist.embed.hashing import HashEmbedder
 from diarist.memory import Memory
@@ -254,6 +254,7 @@ def test_cli_sync_bad_input_is_one_line(tmp_path, args, message):
     assert not db.exists(), "no database is created for a bad command"
 
 
+@pytest.mark.slow
 def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
     vault = _vault(tmp_path / "vault", 2)
     env = {**os.environ, "PYTHONPATH": str(SRC), "DIARIST_DB": "", "PYTHONFAULTHANDLER": "1"}
@@ -279,6 +280,7 @@ def test_watch_picks_up_an_edit_within_5_seconds_and_ctrl_c_exits_0(tmp_path):
         assert "kingfisher" in mem.search("kingfisher", app="t", k=1)[0].text
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_watcher_even_when_it_was_started_with_ctrl_c_ignored(tmp_path):
     # A parent (a test runner, a supervisor) may hand its child SIGINT ignored; --watch says
     # "Ctrl-C stops", so the watcher takes Ctrl-C back while it watches.
@@ -343,7 +345,7 @@ def _read_lines(stream) -> "queue.Queue[str]":
 
 def test_watch_with_watchfiles_in_a_thread(tmp_path):
     pytest.importorskip("watchfiles")
-    from diarist.watch import watch
+    from diarist.importers.watch import watch
 
     vault = _vault(tmp_path / "vault", 2)
     lines: list[str] = []

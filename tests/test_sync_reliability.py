@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import diarist.sync as sync_module
+import diarist.importers.sync as sync_module
 from diarist.embed.hashing import HashEmbedder
 from diarist.errors import NotFound
 from diarist.memory import Memory
@@ -94,7 +94,7 @@ class Killed(BaseException):
     """Stands for SIGKILL at a marked point: nothing after it runs."""
 
 
-STEPS = ["add_sessions", "record_synced_files", "delete:1", "delete:3", "delete:last"]
+STEPS = ["add_items", "record_synced_files", "delete:1", "delete:3", "delete:last"]
 
 
 @pytest.mark.parametrize("step", STEPS)

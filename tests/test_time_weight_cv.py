@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmark_scripts import load_benchmark_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,6 +18,7 @@ def _script():
     return load_benchmark_script("time_weight_cv.py")
 
 
+@pytest.mark.slow
 def test_replay_reproduces_the_committed_default_and_the_report_is_complete(tmp_path):
     from diarist.bench import fusion_lab
 

@@ -115,6 +115,7 @@ def _shot(page, name: str) -> None:
         (SHOTS / f"{name}.png").write_bytes(image)
 
 
+@pytest.mark.slow
 def test_browse_to_a_memory_and_a_stored_script_does_not_run(page, site):
     page.goto(site["local"] + "/ui/")
     assert "alice" in page.inner_text("#apps") and "bob" in page.inner_text("#apps")
@@ -138,6 +139,7 @@ def test_browse_to_a_memory_and_a_stored_script_does_not_run(page, site):
     assert [a.inner_text() for a in page.locator("#items a.item-link").all()] == ["trip"]
 
 
+@pytest.mark.slow
 def test_search_shows_the_why_and_the_context_block(page, site):
     _login(page, site)
     page.fill("form.search input[name=q]", "What is my cat called?")
@@ -155,6 +157,7 @@ def test_search_shows_the_why_and_the_context_block(page, site):
     _shot(page, "ask")
 
 
+@pytest.mark.slow
 def test_edit_a_fact_and_see_its_history(page, site):
     _login(page, site)
     page.goto(site["api"] + "/ui/apps/alice/items/fact/home")
@@ -172,6 +175,7 @@ def test_edit_a_fact_and_see_its_history(page, site):
     _shot(page, "edit")
 
 
+@pytest.mark.slow
 def test_delete_a_memory_and_it_is_gone_from_search(page, site):
     _login(page, site)
     page.goto(site["api"] + "/ui/apps/alice/ask?q=dentist+appointment")
@@ -186,6 +190,7 @@ def test_delete_a_memory_and_it_is_gone_from_search(page, site):
     assert all(h.id != "dentist" for h in site["memory"].search("dentist appointment", app="alice"))
 
 
+@pytest.mark.slow
 def test_upload_a_real_export_find_it_and_download_an_export(page, site):
     _login(page, site)
     page.set_input_files("form.upload input[type=file]", str(CHATGPT_EXPORT))
@@ -204,6 +209,7 @@ def test_upload_a_real_export_find_it_and_download_an_export(page, site):
     assert all(r.get("fact_id") != "secret" for r in records)  # bob's stays bob's
 
 
+@pytest.mark.slow
 def test_curate_a_duplicate_pair(page, site):
     _login(page, site)
     page.goto(site["api"] + "/ui/apps/alice/curate")
@@ -218,6 +224,7 @@ def test_curate_a_duplicate_pair(page, site):
     assert "superseded by allergy-again" in page.inner_text("main")
 
 
+@pytest.mark.slow
 def test_docs_lists_every_operation(page, site):
     page.goto(site["api"] + "/docs")
     page.wait_for_selector(".opblock", timeout=30_000)

@@ -51,6 +51,9 @@ def test_a_row_scores_the_rank_of_its_own_paragraph():
     assert {t["cell"]: t["target"] for t in summary["targets"]} == {"mono/de": 0.90, "cross/de": 0.75}
 
 
+@pytest.mark.slow
+
+
 def test_bench_xquad_on_five_paragraphs_writes_a_run_that_verifies(tmp_path):
     data = _slice(tmp_path, ("en", "de"))
     out = tmp_path / "run"
@@ -76,6 +79,7 @@ def test_bench_xquad_on_five_paragraphs_writes_a_run_that_verifies(tmp_path):
     assert "| cross/de | r@1 |" in report and "+0 | -0" in report
 
 
+@pytest.mark.slow
 def test_an_unknown_language_is_a_clear_error(tmp_path):
     data = _slice(tmp_path, ("en",))
     result = CliRunner().invoke(bench, ["xquad", "--data", str(data), "--lang", "th", "--out", str(tmp_path / "r"),

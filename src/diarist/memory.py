@@ -12,7 +12,7 @@ import numbers
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ from .store.open import open_store
 from .types import Chunk, Message
 from .vectors import DenseIndex, ExactDenseIndex, dense_index
 from .write.chunk import chunk_session, title_line, with_title
+from .write.items import IngestReport, fact_item, session_item
 from .write.plan import IndexPlan, get_plan
 from .write.validate import (
     MAX_QUERY_CHARS, FactInput, SessionInput, check_app, check_fact, check_date, check_id, check_metadata, check_session, check_text,
@@ -54,20 +55,6 @@ DEFAULT_APP = settings.DEFAULT_APP
 MAX_SEARCH_K = 10_000  # hits one search may ask for
 
 Chunker = Callable[[Sequence[Message]], list[Chunk]]
-
-
-@dataclass
-class IngestReport:
-    added: list[str]
-    replaced: list[str]
-    unchanged: list[str]
-    chunks: int
-
-    def merge(self, other: "IngestReport") -> None:
-        self.added += other.added
-        self.replaced += other.replaced
-        self.unchanged += other.unchanged
-        self.chunks += other.chunks
 
 
 def _open_cache(cache: "str | os.PathLike[str] | EmbeddingCache | None") -> "EmbeddingCache | None":
@@ -385,17 +372,28 @@ class Memory:
         app = check_app(app)
         if isinstance(sessions, (str, bytes, dict, SessionInput)) or not isinstance(sessions, Iterable):
             raise InvalidInput(f"sessions must be a list of sessions, got {type(sessions).__name__}")
-        checked = [check_session(s, f"session #{i}") for i, s in enumerate(sessions)]
-        check_unique((c[0] for c in checked), "session id")
-        stored = self.store.content_hashes(app, "session", [c[0] for c in checked])
+        return self.add_items([session_item(s, f"session #{i}") for i, s in enumerate(sessions)], app=app,
+                              progress=progress)
+
+    def add_items(self, items: Sequence[Item], *, app: str = DEFAULT_APP,
+                  progress: Callable[[int], None] | None = None) -> IngestReport:
+        """Embed and store items already checked (``diarist.write.items``: the import funnel,
+        ``importers.load``, checks its input once, before anything is stored), all of one kind,
+        in one transaction. An item whose stored version holds the same content is unchanged."""
+        app = check_app(app)
+        kinds = {item.kind for item in items if isinstance(item, Item)}
+        if len(kinds) > 1 or not all(isinstance(item, Item) for item in items):
+            raise InvalidInput("add_items takes the checked items of one kind (diarist.write.items)")
+        kind = next(iter(kinds), "session")
+        check_unique((item.external_id for item in items), f"{kind} id")
+        stored = self.store.content_hashes(app, kind, [item.external_id for item in items])
         report = IngestReport([], [], [], 0)
         todo = []
-        for sid, date, messages, metadata, digest in checked:
-            if stored.get(sid) == digest:
-                report.unchanged.append(sid)
+        for item in items:
+            if stored.get(item.external_id) == item.content_hash:
+                report.unchanged.append(item.external_id)
                 continue
-            (report.replaced if sid in stored else report.added).append(sid)
-            item = Item("session", sid, date or now_iso(), digest, metadata, tuple(messages))
+            (report.replaced if item.external_id in stored else report.added).append(item.external_id)
             todo.append((item, self._chunks_of(item)))
         report.chunks = sum(len(chunks) for _, chunks in todo)
         self._write(app, todo, progress)
@@ -474,25 +472,7 @@ class Memory:
         app = check_app(app)
         if isinstance(facts, (str, bytes, dict, FactInput)) or not isinstance(facts, Iterable):
             raise InvalidInput(f"facts must be a list of facts, got {type(facts).__name__}")
-        checked = [self._check_fact(f) for f in facts]
-        check_unique((item.external_id for item in checked), "fact id")
-        stored = self.store.content_hashes(app, "fact", [item.external_id for item in checked])
-        report = IngestReport([], [], [], 0)
-        todo = []
-        for item in checked:
-            if stored.get(item.external_id) == item.content_hash:
-                report.unchanged.append(item.external_id)
-                continue
-            (report.replaced if item.external_id in stored else report.added).append(item.external_id)
-            todo.append((item, self._chunks_of(item)))
-        report.chunks = len(todo)
-        self._write(app, todo)
-        return report
-
-    @staticmethod
-    def _check_fact(fact: FactInput) -> Item:
-        fact_id, date, text, metadata, digest = check_fact(fact, "fact")
-        return Item("fact", fact_id, date, digest, metadata, text=text)
+        return self.add_items([fact_item(f, "fact") for f in facts], app=app)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -785,9 +765,9 @@ class Memory:
              **options: Any) -> Any:
         """Bring a folder into the app incrementally: only new and changed files are read, a
         deleted file's memories are deleted (kept with ``keep_deleted``); returns a
-        ``diarist.sync.SyncReport``. ``options``: ``format``, ``exclude``, ``max_bytes``, ``say``
+        ``diarist.importers.sync.SyncReport``. ``options``: ``format``, ``exclude``, ``max_bytes``, ``say``
         (a function given one line per change)."""
-        from .sync import sync_folder
+        from .importers.sync import sync_folder
 
         return sync_folder(self, path, app=app, keep_deleted=keep_deleted, **options)
 

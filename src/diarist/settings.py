@@ -8,6 +8,7 @@ from .read.fusion import RRF_K
 from .write.plan import DEFAULT_PLAN, PLANS
 
 DEFAULT_APP = "default"
+INGEST_BATCH = 64  # sessions embedded and stored per transaction by every import (diarist.importers.load)
 EMBEDDER = DEFAULT_EMBEDDER  # all-MiniLM-L6-v2, int8 ONNX, offline
 PLAN = DEFAULT_PLAN
 PLAN_CHOICES = tuple(PLANS)

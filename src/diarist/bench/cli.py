@@ -259,13 +259,14 @@ def pools(dataset: str, data: str, out: str, view: str, stride: int | None, limi
 @bench.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for fusion_cv.json and fusion_cv.md.")
-@click.option("--no-learned", is_flag=True, help="Leave out the learned linear ranker (the slowest to fit).")
 @click.option("--bm25-params", is_flag=True,
               help="Instead: BM25's k1 and b cross-validated with the weight, on pools written with several "
                    "`--bm25` (bm25_params_cv.json and .md).")
-def fusion(paths: tuple[str, ...], out: str | None, no_learned: bool, bm25_params: bool) -> None:
-    """Cross-validate every fusion function on pools files (`diarist bench pools`): in sample,
-    fitted on one dataset and tested on the other, and 5-fold by haystack."""
+def fusion(paths: tuple[str, ...], out: str | None, bm25_params: bool) -> None:
+    """Cross-validate the fusion functions on pools files (`diarist bench pools`): in sample,
+    fitted on one dataset and tested on the other, and 5-fold by haystack. The single channels,
+    RRF and the convex fusions; the variants of issue 9 are a study (python -m
+    benchmarks.studies.fusion_variants, from the repository)."""
     import json
 
     from .fusion_lab import bm25_params_markdown, bm25_params_report, fusion_report, load, report_markdown
@@ -274,7 +275,7 @@ def fusion(paths: tuple[str, ...], out: str | None, no_learned: bool, bm25_param
         report, stem = bm25_params_report(load(paths)), "bm25_params_cv"
         text = bm25_params_markdown(report)
     else:
-        report, stem = fusion_report(load(paths), learned=not no_learned), "fusion_cv"
+        report, stem = fusion_report(load(paths)), "fusion_cv"
         text = report_markdown(report)
     click.echo(text)
     if out:

@@ -1,8 +1,9 @@
-"""Named benchmark configurations: the default and the ablations of the design notes.
+"""Named benchmark configurations: the default and the runs the reference tables re-run.
 
 Every field is recorded in each run's ``config.json``. Literature defaults throughout: BM25
-k1 = 1.5, b = 0.75; RRF k = 60; each channel ranked 200 deep. The ablations below were
-measured with RRF before the convex fusion became the default, and keep it (``fusion="rrf"``).
+k1 = 1.5, b = 0.75; RRF k = 60; each channel ranked 200 deep. The retired ablations of the
+design notes (one document per session, the other plans, extracts, follow-ups...) are a study
+now: ``benchmarks/studies/ablations.py`` adds them (``python -m benchmarks.studies.ablations``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ _DEFAULT = BenchConfig(
     reranker=settings.RERANKER,
 )
 
-_RRF = replace(_DEFAULT, fusion="rrf", reranker=None)
+#: The default before the convex fusion; the ablations were measured over it (benchmarks/studies/ablations.py).
+RRF = replace(_DEFAULT, fusion="rrf", reranker=None)
 
 # The MaxSim second stage (diarist.rerank.maxsim) as cross-validated by benchmarks/maxsim_cv.py;
 # its token vectors cached beside the embedding cache, so a rerun costs no model pass.
@@ -60,7 +62,7 @@ CONFIGS: dict[str, BenchConfig] = {
     c.name: c
     for c in [
         _DEFAULT,
-        replace(_RRF, name="rrf", description="the default before the convex fusion: the same channels fused "
+        replace(RRF, name="rrf", description="the default before the convex fusion: the same channels fused "
                 "by Reciprocal Rank Fusion (k = 60)"),
         replace(_DEFAULT, name="fused-only", reranker=None,
                 description="the default without its second stage: the convex fusion's own order"),
@@ -73,52 +75,9 @@ CONFIGS: dict[str, BenchConfig] = {
                 description="ablation 1: the dense channel alone (the default's vectors: user words), no BM25"),
         replace(_DEFAULT, name="bm25-only", channel="lexical", reranker=None,
                 description="ablation 1: the BM25 channel alone (all-turn chunks), no vectors (nothing embedded)"),
-        replace(_RRF, name="session-doc", doc="session",
-                description="ablation 2: one document per session: BM25 reads the whole session, the "
-                "vector reads its first user chunk (the first 254-token window of its user turns); RRF"),
-        replace(_RRF, name="session-doc-vectors", doc="session", channel="dense",
-                description="ablation 2: one vector per session (its first user chunk: the first 254-token "
-                "window of its user turns), no BM25: what a 256-token embedder reads of a session"),
-        replace(_RRF, name="session-doc-bm25", doc="session", channel="lexical",
-                description="ablation 2: BM25 alone over one document per session (the whole session)"),
-        replace(_RRF, name="session-bm25-chunk-vectors", doc="session-lexical",
-                description="ablation 2 (mixed grain): BM25 over one document per session (every "
-                "turn), the default's chunk vectors; RRF"),
-        replace(_RRF, name="split-apart", view="split-apart",
-                description="ablation 3: the split view before commit 8e7ab61: chunks of every turn "
-                "in BM25 only, separate chunks of the user's turns in the dense channel only; RRF"),
-        replace(_RRF, name="user", view="user",
-                description="ablation 3: user turns only, in both channels; RRF"),
-        replace(_RRF, name="all", view="all",
-                description="ablation 3: all turns, in both channels; RRF"),
-        replace(_RRF, name="both", view="both",
-                description="ablation 3: all-turn chunks and user-turn chunks, each in both channels; RRF"),
         replace(_DEFAULT, name="view-all", view="all",
                 description="item 3/6 of issue 9: the default (convex fusion, second stage) over all-turn "
                 "chunks, every speaker's words embedded, assistants' included"),
-        replace(_DEFAULT, name="view-all-vectors", view="all", channel="dense", reranker=None,
-                description="the dense channel alone over all-turn chunks (every speaker's words embedded)"),
-        replace(_RRF, name="all-vectors", view="all", channel="dense",
-                description="ablation 3: all-turn chunks, dense channel alone"),
-        replace(_RRF, name="mean3", aggregate="mean3",
-                description="ablation 4: default, session score = mean of its top-3 chunk scores"),
-        replace(_RRF, name="extract-only", extract="alone",
-                description="ablation 5: each session condensed by rules to ~500 characters of "
-                "key facts, indexed alone (one document per session, both channels)"),
-        replace(_RRF, name="extract-fused", extract="fused",
-                description="ablation 5: default session ranking fused by RRF with the ranking "
-                "of the rule-based extracts"),
-        replace(_RRF, name="evidence", reranker="evidence",
-                description="precision: default + the model-free second stage (names, time spans "
-                "resolved against the question date), fused by rank over the top 50"),
-        replace(_RRF, name="evidence-recency", reranker="evidence:names,time,recency",
-                description="precision: the evidence second stage with the recency signal as well "
-                "(newer first when the question asks for the current state)"),
-        replace(_RRF, name="followup", followup="previous",
-                description="follow-ups: the topic moved into the previous turn, the question left "
-                "bare; search(bare, previous=...)"),
-        replace(_RRF, name="followup-alone", followup="alone",
-                description="follow-ups: the bare question alone, without the previous turn"),
     ]
 }
 

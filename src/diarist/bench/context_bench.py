@@ -40,7 +40,8 @@ from typing import Any
 
 from .. import lexical, settings
 from ..context import ContextBlock, format_snippet
-from ..ingest import load_json_records, longmemeval_sessions
+from ..importers.json_records import load_json_records
+from ..importers.longmemeval import longmemeval_sessions
 from ..memory import Memory
 from ..read.cut import CutParams
 from ..read.lines import NAMED as NAMED_LINES
@@ -283,8 +284,7 @@ class ContextRunner:
     def run(self, haystacks: list[ContextHaystack], dataset: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         from tqdm import tqdm
 
-        prepared = self.base._prepare(haystacks)
-        self.base._embed_missing(prepared)
+        prepared = self.base.prepare(haystacks)
         rows, candidates = [], []
         total = sum(len(h.questions) for h in haystacks)
         with tqdm(total=total, desc=f"{dataset} context {self.config.name}"[:60], unit="q",

@@ -2,7 +2,7 @@
 
 LongMemEval: each question is its own haystack (its ``haystack_sessions``). LoCoMo: each
 conversation is one haystack, asked all of its questions. Sessions are built by the converters
-of :mod:`diarist.ingest`, so the benchmark indexes exactly what ``diarist ingest`` would.
+of :mod:`diarist.importers`, so the benchmark indexes exactly what ``diarist ingest`` would.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ingest import load_json_records, locomo_sessions, longmemeval_sessions
+from ..importers.json_records import load_json_records
+from ..importers.locomo import locomo_sessions
+from ..importers.longmemeval import longmemeval_sessions
 from ..write.validate import SessionInput
 
 EVIDENCE = re.compile(r"D(\d+):(\d+)")

@@ -48,8 +48,7 @@ def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = 
     config = replace(get_config("default"), view=view, depth=ALL, chunks_asked=ALL)
     runner = Runner(config, embedder, cache_path, progress, threads)
     haystacks = LOADERS[dataset](str(data), limit, stride)
-    prepared = runner._prepare(haystacks)
-    runner._embed_missing(prepared)
+    prepared = runner.prepare(haystacks)
     n = 0
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -58,7 +57,7 @@ def write_pools(dataset: str, data: str | Path, out: str | Path, *, view: str = 
                      disable=not progress) as bar:
             for hay in haystacks:
                 items = prepared[hay.unit]
-                memory = runner._index(items, "raw")
+                memory = runner.index(items, "raw")
                 (k1, b), others = params[0], params[1:]
                 view_memory = memory.derive(depth=ALL, reranker=None, floor=None, k1=k1, b=b)
                 index = {p.session_id: i for i, p in enumerate(items)}

@@ -35,8 +35,6 @@ from ..write.chunk import chunk_session
 from ..write.validate import check_session
 from .configs import BenchConfig
 from .data import Haystack, Question, load_locomo, load_longmemeval
-from .extract import condense
-from .followups import make_followup
 from .metrics import first_rank, session_metrics
 
 APP = "bench"
@@ -118,6 +116,20 @@ def shared_chunker(embedder: Embedder, view: str, doc: str, lexical_only: bool =
     return _CHUNKERS[key]
 
 
+#: What a study plugs into the runner (``benchmarks/studies/ablations.py``, not the library): under
+#: "condense", a session's rule-based extract, ``(messages, limit) -> text``, for the configs with
+#: ``extract``; under "followup", a question's follow-up form, ``question -> (previous, bare)``,
+#: for the configs with ``followup``.
+STUDY_HOOKS: dict[str, Callable[..., Any]] = {}
+
+
+def study_hook(name: str, config: BenchConfig) -> Callable[..., Any]:
+    if name not in STUDY_HOOKS:
+        raise ValueError(f"config {config.name!r} needs the {name!r} of a study: run it with "
+                         "python -m benchmarks.studies.ablations (from the repository)")
+    return STUDY_HOOKS[name]
+
+
 _EXTRACTORS: dict[int, "ExtractChunker"] = {}
 
 
@@ -137,7 +149,7 @@ class ExtractChunker:
     def __call__(self, messages: Sequence[Message]) -> list[Chunk]:
         key = tuple(messages)
         if key not in self._memo:
-            text = condense(messages, self.limit)
+            text = STUDY_HOOKS["condense"](messages, self.limit)
             # The extract covers no particular turn: turn-level ranks come from the raw index.
             self._memo[key] = [Chunk(text, 0, ("user",), 0, -1, "extract", 0)]
         return self._memo[key]
@@ -200,7 +212,11 @@ class Runner:
         self.progress = progress
         self.raw = shared_chunker(self.embedder, config.view, config.doc, config.channel == "lexical") if config.extract != "alone" else None
         self._reranker = get_reranker(config.reranker)  # builds shared across configs get this config's
-        self.extract = shared_extractor(config.extract_chars) if config.extract != "none" else None
+        self.extract = None
+        if config.extract != "none":
+            study_hook("condense", config)
+            self.extract = shared_extractor(config.extract_chars)
+        self._followup = study_hook("followup", config) if config.followup != "none" else None
         self.embedded: dict[str, float] = {"texts": 0, "tokens": 0, "seconds": 0.0}
 
     def close(self) -> None:
@@ -209,7 +225,9 @@ class Runner:
 
     # -- preparation: every distinct text embedded once, before any question ------------------
 
-    def _prepare(self, haystacks: list[Haystack]) -> dict[str, list[Prepared]]:
+    def prepare(self, haystacks: list[Haystack], *, embed: bool = True) -> dict[str, list[Prepared]]:
+        """Each haystack's sessions checked once (by unit), and with ``embed`` every dense text of
+        this config's chunks that the embedding cache lacks embedded into it (``embed_missing``)."""
         prepared: dict[str, list[Prepared]] = {}
         for hay in haystacks:
             items = []
@@ -217,9 +235,12 @@ class Runner:
                 sid, date, messages, _, _ = check_session(s, f"{hay.unit} session #{i}")
                 items.append(Prepared(sid, date, messages))
             prepared[hay.unit] = items
+        if embed:
+            self.embed_missing(prepared)
         return prepared
 
-    def _embed_missing(self, prepared: dict[str, list[Prepared]]) -> None:
+    def embed_missing(self, prepared: dict[str, list[Prepared]]) -> None:
+        """Embed into the cache every dense text of this config's chunks of ``prepared`` that it lacks."""
         from tqdm import tqdm
 
         texts: dict[str, int] = {}
@@ -272,7 +293,7 @@ class Runner:
             reranker=None, floor=None, group=False,  # the configs aggregate chunks to sessions themselves
         )
 
-    def _index(self, items: list[Prepared], part: str) -> Memory:
+    def index(self, items: list[Prepared], part: str) -> Memory:
         """Index a haystack's sessions: part "raw" (the config's chunks) or "extract"."""
         from ..write.validate import SessionInput
 
@@ -304,8 +325,8 @@ class Runner:
     def _channel_hits(self, memory: Memory, query: str, now: str | None = None) -> list[Hit]:
         # The question's own date is "now" (a second stage may resolve "last Sunday" with it).
         previous = None
-        if self.config.followup != "none":
-            context, bare = make_followup(query)
+        if self._followup is not None:
+            context, bare = self._followup(query)
             query, previous = bare, (context if self.config.followup == "previous" else None)
         hits = list(memory.search(query, app=APP, k=self.config.chunks_asked, now=now, previous=previous))
         if self.config.channel == "lexical":
@@ -437,9 +458,9 @@ def run_many(runners: list[Runner], haystacks: list[Haystack], dataset: str) -> 
 
     if not runners:
         return {}
-    prepared = runners[0]._prepare(haystacks)
+    prepared = runners[0].prepare(haystacks, embed=False)
     for runner in runners:
-        runner._embed_missing(prepared)
+        runner.embed_missing(prepared)
     rows: dict[str, list[dict[str, Any]]] = {r.config.name: [] for r in runners}
     total = sum(len(h.questions) for h in haystacks) * len(runners)
     names = ",".join(r.config.name for r in runners)
@@ -452,7 +473,7 @@ def run_many(runners: list[Runner], haystacks: list[Haystack], dataset: str) -> 
                 for part, key in runner.parts().items():
                     if key not in built:
                         t0 = time.perf_counter()
-                        memory = runner._index(items, part)
+                        memory = runner.index(items, part)
                         built[key] = (memory, (time.perf_counter() - t0) * 1000)
                     memories[part] = built[key][0]
                     index_ms += built[key][1]

@@ -33,7 +33,8 @@ def main() -> None:
               + "; ".join(f"{imp.name} ({imp.title})" for imp in IMPORTERS.values()) + ".")
 @click.option("--limit", type=click.IntRange(min=1),
               help="Read only the first N records (sessions, conversations, questions) of each file.")
-@click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True, help="Sessions stored per transaction.")
+@click.option("--batch", type=click.IntRange(min=1), default=settings.INGEST_BATCH, show_default=True,
+              help="Sessions stored per transaction.")
 @max_bytes_option
 @exclude_option
 @click.option("--json", "as_json", is_flag=True,
@@ -55,34 +56,22 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     all. Re-ingesting the same file changes nothing.
     """
     from ..importers import read_all
-    from ..importers.newer import keep_stored_newer
-    from ..memory import IngestReport
-    from ..write.validate import check_fact, check_session, check_unique
+    from ..importers.load import check_imported, settle, store_checked
 
     imported = read_all(path, format_name, limit, max_bytes=max_bytes, exclude=exclude)
-    fmt, sessions = imported.format, imported.sessions
     shown_path = "<stdin>" if path == "-" else path
-
-    # Validate everything before storing anything; ids must be unique across the whole input,
-    # not just within one batch.
-    check_unique((check_session(s, where)[0] for s, where in zip(sessions, imported.where)), f"{shown_path}: session id")
-    check_unique((check_fact(f, f"{shown_path} fact {n}")[0] for n, f in enumerate(imported.facts, 1)),
-                 f"{shown_path}: fact id")
+    check_imported(imported, shown_path)  # everything validated before anything is stored
     if not as_json:
         say_skipped(imported)
     memory = open_memory(db, embedder, plan=plan, create=True)
-    keep_stored_newer(imported, memory.store, app)  # an older export read after a newer one
-    sessions = imported.sessions
+    settle(imported, memory.store, app)
     if not as_json:
         say_kept_newer(imported)
+    fmt, sessions = imported.format, imported.sessions
     start = time.perf_counter()
-    report = IngestReport([], [], [], 0)
     with Progress(len(sessions), f"ingest {fmt}", "session") as bar:
-        for offset in range(0, len(sessions), batch):
-            part = sessions[offset : offset + batch]
-            report.merge(memory.add_sessions(part, app=app))
-            bar.update(len(part))
-    facts = memory.add_facts(imported.facts, app=app) if imported.facts else None
+        stored = store_checked(memory, imported, app=app, batch=batch, progress=bar.update)
+    report, facts = stored.sessions, stored.facts
     elapsed = time.perf_counter() - start
     location = memory.store.location
     memory.close()

@@ -69,10 +69,12 @@ def _run(db: Path, shown_db: str, locomo_path: str | None, k: int, budget: int, 
 def _import(memory, source: Path, app: str, shown: str) -> str:
     """Read every file under ``source`` (formats detected) into the app; one line saying what."""
     from ..importers import read_all
+    from ..importers.load import check_imported, store_imported
 
     imported = read_all(source)
-    sessions = memory.add_sessions(imported.sessions, app=app)
-    facts = memory.add_facts(imported.facts, app=app) if imported.facts else None
+    check_imported(imported, shown)
+    stored = store_imported(memory, imported, app=app)
+    sessions, facts = stored.sessions, stored.facts
     stored = sessions.added + sessions.replaced + sessions.unchanged
     kinds = sorted({s.metadata.get("source", "diarist") for s in imported.sessions if isinstance(s.metadata, dict)})
     n_facts = len(facts.added + facts.replaced + facts.unchanged) if facts else 0

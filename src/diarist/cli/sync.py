@@ -1,4 +1,4 @@
-"""``diarist sync``: a folder kept in step with memory (``diarist.sync``, ``diarist.watch``)."""
+"""``diarist sync``: a folder kept in step with memory (``diarist.importers.sync``, ``diarist.importers.watch``)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def sync(path: str, db: str | None, app: str, embedder: str | None, plan: str | 
     is gone (a note moved between folders; a folder moved or renamed: its records follow it). A
     sync killed part-way is finished by the next one.
     """
-    from ..sync import check_folder
+    from ..importers.sync import check_folder
     from ..write.validate import check_app
 
     check_folder(path)  # before a database is created for a mistyped path
@@ -91,7 +91,7 @@ def _summarise(report, path: str, app: str, location: str, as_json: bool) -> Non
 
 
 def _watch(memory, path: str, app: str, poll: float | None, as_json: bool, options: dict) -> None:
-    from ..watch import how_watched, watch
+    from ..importers.watch import how_watched, watch
 
     def on_sync(report) -> None:
         if report.changes or report.failed or as_json:

@@ -3,14 +3,16 @@
 
 ``read_sessions(path)`` takes a file, ``"-"`` (standard input) or a folder (walked in sorted
 order, hidden files and folders skipped, each file of a supported kind read by detection) and
-returns ``(format name, sessions)``. Nothing is validated or stored here: the caller checks every
-session first (``diarist ingest`` does, before storing any).
+returns ``(format name, sessions)``. Nothing is validated or stored here: every front end
+(``diarist ingest``, the inspector's upload, ``diarist sync``) hands what it read to the one
+funnel, ``importers.load``, which checks every session before storing any.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from ..registry import Entries
@@ -20,6 +22,9 @@ from .base import STDIN, Importer, Source, shape_error
 from .folder import REFUSED_FILE, folder_files
 from .overlap import dedupe
 from .reading import DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:  # not imported: reading a file needs no numpy
+    from ..store.base import Item
 
 #: Importers by ``--format`` name (diarist.registry; docs/extending.md), in detection order:
 #: ``IMPORTERS.register(name, importer, before="markdown")``. The most specific shapes first;
@@ -55,6 +60,15 @@ class Imported:
     superseded: list[str] = field(default_factory=list)
     files_of: list[str] = field(default_factory=list)  # per session: the file it came from
     kept_newer: list[str] = field(default_factory=list)  # sessions whose stored version is newer (newer.py)
+    # Filled by importers.load.check_imported: each session and fact checked once, as it will be stored.
+    items: list[Item] = field(default_factory=list)  # per session
+    fact_items: list[Item] = field(default_factory=list)  # per fact
+
+    def drop(self, indexes: set[int]) -> None:
+        """Leave out the sessions at ``indexes``, with where each came from (and its item, once checked)."""
+        for name in ("sessions", "where", "files_of", "items"):
+            values = getattr(self, name)
+            setattr(self, name, [v for i, v in enumerate(values) if i not in indexes])
 
 
 def detect(source: Source) -> Importer:

@@ -46,6 +46,4 @@ def keep_stored_newer(imported: Imported, store: Store, app: str) -> None:
             where = imported.where[index] if index < len(imported.where) else sid
             imported.kept_newer.append(f"{sid}: the version in {where} is older than the one stored; stored one kept")
     if older:
-        for name in ("sessions", "where", "files_of"):
-            values = getattr(imported, name)
-            setattr(imported, name, [v for i, v in enumerate(values) if i not in older])
+        imported.drop(older)

@@ -26,6 +26,8 @@ class Imported(Protocol):
     files_of: list[str]
     superseded: list[str]
 
+    def drop(self, indexes: set[int]) -> None: ...
+
 
 def _moment(value: Any) -> float | None:
     """A date as seconds since 1970 (UTC when it names no zone), or None."""
@@ -83,11 +85,8 @@ def dedupe(imported: Imported) -> None:
             f"{key}: the version in {_where(imported, loser)} left for the later one in {_where(imported, winner)}")
     dropped = {i for i, session in enumerate(imported.sessions)
                if (key := _key(session)) is not None and keep[key] != i and imported.files_of[i] != imported.files_of[keep[key]]}
-    if not dropped:
-        return
-    for name in ("sessions", "where", "files_of"):
-        values = getattr(imported, name)
-        setattr(imported, name, [v for i, v in enumerate(values) if i not in dropped])
+    if dropped:
+        imported.drop(dropped)
 
 
 def _where(imported: Imported, index: int) -> str:

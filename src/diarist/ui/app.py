@@ -38,7 +38,6 @@ STATIC = HERE / "static"
 PREFIX = "/ui"
 ASK_K = 10
 MAX_ASK_K = 50
-INGEST_BATCH = 64
 #: No script, style, image, font or connection from anywhere but this server; no inline script
 #: or style; no framing; forms post only here.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -440,11 +439,10 @@ def _report(ctx: Ctx) -> dict[str, int] | None:
 
 
 def _ingest(memory: Memory, app: str, upload: UploadFile) -> dict[str, int]:
-    """Read an uploaded file with the importers (format detected as ``diarist ingest`` does),
-    validate every record, then store it in batches."""
+    """Read an uploaded file with the importers (format detected as ``diarist ingest`` does) and
+    store it through the import funnel (``importers.load``), as ``diarist ingest`` does."""
     from ..importers import read_all
-    from ..memory import IngestReport
-    from ..write.validate import check_fact, check_session, check_unique
+    from ..importers.load import check_imported, store_imported
 
     name = _UNSAFE_NAME.sub("_", Path(upload.filename or "upload").name).strip("._") or "upload"
     with tempfile.TemporaryDirectory(prefix="diarist-ui-") as folder:
@@ -455,14 +453,11 @@ def _ingest(memory: Memory, app: str, upload: UploadFile) -> dict[str, int]:
                 out.write(block)
         try:
             imported = read_all(path)
+            check_imported(imported, name)
         except InvalidInput as exc:  # named by the file's own name, never the server's temporary folder
             raise InvalidInput(str(exc).replace(str(path), name).replace(folder, "")) from None
-    check_unique((check_session(s, where)[0] for s, where in zip(imported.sessions, imported.where)), f"{name}: session id")
-    check_unique((check_fact(f, f"{name} fact {n}")[0] for n, f in enumerate(imported.facts, 1)), f"{name}: fact id")
-    report = IngestReport([], [], [], 0)
-    for start in range(0, len(imported.sessions), INGEST_BATCH):
-        report.merge(memory.add_sessions(imported.sessions[start : start + INGEST_BATCH], app=app))
-    facts = memory.add_facts(imported.facts, app=app) if imported.facts else None
+    stored = store_imported(memory, imported, app=app)
+    report, facts = stored.sessions, stored.facts
     return {"added": len(report.added), "replaced": len(report.replaced), "unchanged": len(report.unchanged),
             "facts": len(facts.added) if facts else 0}
 

@@ -2,7 +2,7 @@
 always bounded (``importers.reading``: regular files only, ``max_bytes`` after gunzipping, JSON
 records parsed one at a time).
 
-Every importer reads through it (``base.Source``), and ``diarist.ingest`` re-exports it.
+The benchmark's data loaders read the dev sets through it.
 """
 
 from __future__ import annotations

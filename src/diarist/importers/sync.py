@@ -40,23 +40,19 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import InvalidInput, NotFound
-from .importers import IMPORTERS, Imported, folder_suffixes, read_folder_file
-from .importers.folder import REFUSED_FILE, folder_files
-from .importers.newer import keep_stored_newer
-from .importers.overlap import dedupe
-from .files import read_bounded
-from .importers.reading import DEFAULT_MAX_BYTES, bytes_text
-from .store.base import Store, SyncedFile
-from .write.validate import check_app, check_fact, check_session, check_unique
-
-#: Sessions embedded and stored per transaction.
-BATCH = 64
+from ..errors import InvalidInput, NotFound
+from ..files import read_bounded
+from ..store.base import Item, Store, SyncedFile
+from ..write.validate import check_app
+from . import IMPORTERS, Imported, folder_suffixes, read_folder_file
+from .folder import REFUSED_FILE, folder_files
+from .load import check_imported, store_imported
+from .reading import DEFAULT_MAX_BYTES, bytes_text
 
 Say = Callable[[str], None]
 
@@ -67,9 +63,7 @@ class Memory(Protocol):
 
     store: Store
 
-    def add_sessions(self, sessions: Any, *, app: str) -> Any: ...
-
-    def add_facts(self, facts: Any, *, app: str) -> Any: ...
+    def add_items(self, items: Sequence[Item], *, app: str) -> Any: ...
 
     def delete(self, item_id: str, *, app: str, kind: str | None = None) -> None: ...
 
@@ -280,10 +274,7 @@ def _read_file(folder: Path, file: Path, relative: str, raw: bytes, info: os.sta
         read_folder_file(imported, folder, file, format, None, max_bytes, text=text)
         if imported.skipped and REFUSED_FILE.search(imported.skipped[0]):
             raise InvalidInput(imported.skipped[0])  # a device, a link out, over the bound: not recorded
-        ids = [check_session(s, where)[0] for s, where in zip(imported.sessions, imported.where)]
-        check_unique(ids, f"{file}: session id")
-        fact_ids = [check_fact(f, f"{file} fact {n}")[0] for n, f in enumerate(imported.facts, 1)]
-        check_unique(fact_ids, f"{file}: fact id")
+        check_imported(imported, str(file))
     except InvalidInput as exc:
         _fail(report, say, relative, exc)
         return None
@@ -297,34 +288,27 @@ def _read_file(folder: Path, file: Path, relative: str, raw: bytes, info: os.sta
         report.skipped.append(line)
         say(f"skipped {line}")
     imported.skipped = []
-    items = [("session", i) for i in ids] + [("fact", i) for i in fact_ids]
+    items = [(item.kind, item.external_id) for item in imported.items + imported.fact_items]
     return _Read(relative, info, sha, new, imported, items)
 
 
 def _store(memory: Memory, app: str, reads: list[_Read], report: SyncReport, say: Say) -> None:
-    """Store the sessions and facts of the files read, in batches; one line per file."""
+    """Store the sessions and facts of the files read through the import funnel; one line per file."""
     whole = Imported("")
     for read in reads:
-        whole.sessions += read.imported.sessions
-        whole.where += read.imported.where
-        whole.files_of += read.imported.files_of
-        whole.facts += read.imported.facts
-    dedupe(whole)  # one conversation in two exports: its latest version
-    keep_stored_newer(whole, memory.store, app)  # an older export than what is stored
+        for name in ("sessions", "where", "files_of", "items", "facts", "fact_items"):
+            getattr(whole, name).extend(getattr(read.imported, name))
+    stored = store_imported(memory, whole, app=app)  # one conversation in two files: its latest version
     report.superseded += whole.superseded
     report.kept_newer += whole.kept_newer
     for line in whole.superseded:
         say(f"superseded {line}")
     for line in whole.kept_newer:
         say(f"kept newer {line}")
-    for offset in range(0, len(whole.sessions), BATCH):
-        done = memory.add_sessions(whole.sessions[offset : offset + BATCH], app=app)
-        report.sessions_added += done.added
-        report.sessions_replaced += done.replaced
-        report.sessions_unchanged += done.unchanged
-        report.chunks += done.chunks
-    if whole.facts:
-        report.chunks += memory.add_facts(whole.facts, app=app).chunks
+    report.sessions_added += stored.sessions.added
+    report.sessions_replaced += stored.sessions.replaced
+    report.sessions_unchanged += stored.sessions.unchanged
+    report.chunks += stored.sessions.chunks + (stored.facts.chunks if stored.facts else 0)
     for read in reads:
         (report.added if read.new else report.changed).append(read.path)
         count = sum(kind == "session" for kind, _ in read.items)

@@ -4,7 +4,7 @@ Changes are seen by ``watchfiles`` (the ``watch`` extra: the operating system's 
 when it is installed, else by polling: the folder is walked every ``poll`` seconds and its files'
 sizes and modification times compared (nothing is read unless they moved). A burst of changes
 (an editor's save, a ``git pull``) is waited out: a sync starts once the folder has been still
-for ``debounce`` seconds. Each sync reads only what changed (``diarist.sync``).
+for ``debounce`` seconds. Each sync reads only what changed (``diarist.importers.sync``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import DiaristError
-from .importers import folder_suffixes
-from .importers.folder import folder_files
+from ..errors import DiaristError
+from . import folder_suffixes
+from .folder import folder_files
 from .sync import Memory, Say, SyncReport, check_folder, sync_folder
 
 POLL_SECONDS = 1.0
