@@ -8,13 +8,17 @@ speaks of the same thing as a later one is marked earlier) or best first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..lexical import analyze
 from ..types import Hit
 from .trace import Dropped, StageRecord, Trace
+from .trim import lines_of
 
 #: Opening and closing lines of every non-empty block. Changing them changes every prompt:
 #: keep them stable so prompt caches and evaluations stay comparable.
@@ -29,6 +33,22 @@ FOOTER = (
 )
 ORDERS = ("date", "relevance")
 
+#: Unit vectors of lines (one row a line), by the memory's embedder: what the marks by meaning read.
+LineVectorsOf = Callable[[Sequence[str]], np.ndarray]
+
+#: Two entries speak of the same subject when a sentence of one and a sentence of the other are
+#: at least this close in meaning (MiniLM's scale, the calibrated model's), each within
+#: SAME_SUBJECT_MIN_RELEVANCE of the question: "The user drives a grey Skoda" and "I sold the
+#: Skoda and bought a Kia" (cosine 0.51) share a subject and no word with "What car do I drive
+#: now?"; "My brother drives 90 km a day" is 0.33 from the first. Sentences, not lines: a turn
+#: that goes on to another thing ("How often should I charge it?") is far from both (0.26).
+#: Fitted by cross-validation on the three dev sets (benchmarks/everyday_marks_cv.py).
+SAME_SUBJECT_COSINE = 0.4
+SAME_SUBJECT_MIN_RELEVANCE = 0.1
+#: The lines of an entry whose sentences are compared: its closest to the question (bounds the cost).
+SAME_SUBJECT_LINES = 3
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
 
 @dataclass(frozen=True)
 class Snippet:
@@ -39,6 +59,7 @@ class Snippet:
     n_tokens: int
     earlier_than: int | None = None  # the number of a later entry that speaks of the same thing
     trimmed: bool = False  # shown by some of its lines only (diarist.read.trim)
+    rank: int = 0  # its place best first (0: the best); a newer entry on the same subject comes first
 
 
 class ContextBlock(str):
@@ -69,7 +90,8 @@ class ContextBlock(str):
             "context": str(self),
             "n_tokens": self.n_tokens,
             "snippets": [
-                {**s.hit.to_dict(), "n_tokens": s.n_tokens, "earlier_than": s.earlier_than} for s in self.snippets
+                {**s.hit.to_dict(), "n_tokens": s.n_tokens, "earlier_than": s.earlier_than, "rank": s.rank}
+                for s in self.snippets
             ],
             "notes": list(self.notes),
             "trace": [r.to_dict() for r in self.trace],
@@ -89,7 +111,7 @@ def format_date(date: str | None) -> str:
 def format_source(hit: Hit) -> str:
     if hit.fact_id is not None:
         return f"note {hit.fact_id}"
-    if hit.metadata.get("source") == "markdown":
+    if is_note(hit):
         return f"note {hit.session_id}" + (f' "{hit.title}"' if hit.title and hit.title != hit.session_id else "")
     roles = ", ".join(r for r in hit.roles if r) or "conversation"
     titled = f' "{hit.title}"' if hit.title else ""
@@ -98,13 +120,14 @@ def format_source(hit: Hit) -> str:
 
 def format_marks(hit: Hit, earlier_than: int | None = None) -> str:
     """The marks after an entry's source: superseded (set by a person, naming the memory that
-    replaces it), earlier than entry ``earlier_than``, which is later on the same subject."""
+    replaces it); earlier than entry ``earlier_than``, a newer one on the same subject (which may
+    say otherwise: the footer tells the agent that dates tell when each was true)."""
     marks = ""
     superseded = hit.metadata.get("superseded_by")
     if isinstance(superseded, str) and superseded:
         marks += f" · superseded by {superseded}"
     if earlier_than is not None:
-        marks += f" · earlier than [{earlier_than}]"
+        marks += f" · earlier than [{earlier_than}] on the same subject"
     return marks
 
 
@@ -113,38 +136,128 @@ def format_snippet(number: int, hit: Hit, text: str | None = None, earlier_than:
     return f"[{number}] {format_date(hit.date)} · {format_source(hit)}{format_marks(hit, earlier_than)}\n{body}"
 
 
-def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int]) -> list[Snippet]:
-    """The entries numbered in the block's order, each marked earlier when a later one speaks
-    of the same thing. ``chosen``: (memory, its shown text, its cost) best first; ``trimmed``:
-    the ids of the memories shown by some of their lines."""
-    if order == "date":
-        chosen = sorted(chosen, key=lambda c: (c[0].date or "", c[0].session_id or "", c[0].fact_id or "",
-                                               c[0].chunk_id))
-        later = later_on_the_same_subject([analyze(text) for _, text, _ in chosen], [h.date for h, _, _ in chosen],
-                                          terms)
+def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int],
+           vectors: LineVectorsOf | None = None,
+           cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
+           whole: Sequence[str] | None = None) -> list[Snippet]:
+    """The entries numbered in the block's order, an older entry marked earlier than the newest
+    one that speaks of the same thing, and that newer one ranked above it. ``chosen``: (memory,
+    its shown text, its cost) best first; ``trimmed``: the ids of the memories shown by some of
+    their lines. With line ``vectors`` (and the lines' ``cosines`` to the question), two entries
+    speak of the same thing by meaning (``same_subject_by_meaning``); without, by the question's
+    ``terms`` they share (``later_on_the_same_subject``). ``whole``: each memory's text before the
+    trim (a memory shown by one line speaks of its subject in the others too), else as shown."""
+    dates = [hit.date for hit, _, _ in chosen]
+    if vectors is not None:
+        texts = list(whole) if whole is not None else [text for _, text, _ in chosen]
+        # A note is a document of its date, not a statement of a state that a later memory
+        # replaces: two notes on one subject (two trips, two recipes) are no changed fact.
+        texts = ["" if is_note(hit) else text for (hit, _, _), text in zip(chosen, texts)]
+        later = same_subject_by_meaning(texts, dates, vectors, cosines)
     else:
-        later = {}
+        later = later_on_the_same_subject([analyze(text) for _, text, _ in chosen], dates, terms)
+    ranks = newer_first(len(chosen), later, dates)
+    if order == "date":
+        shown = sorted(range(len(chosen)), key=lambda i: (chosen[i][0].date or "", chosen[i][0].session_id or "",
+                                                          chosen[i][0].fact_id or "", chosen[i][0].chunk_id))
+    else:
+        shown = sorted(range(len(chosen)), key=lambda i: ranks[i])
+    number = {i: n for n, i in enumerate(shown, 1)}
     snippets = []
-    for n, (hit, text, cost) in enumerate(chosen, 1):
-        mark = later[n - 1] + 1 if n - 1 in later else None
-        snippets.append(Snippet(hit, format_snippet(n, hit, text, mark), cost, mark, id(hit) in trimmed))
+    for i in shown:
+        hit, text, cost = chosen[i]
+        mark = number[later[i]] if i in later else None
+        snippets.append(Snippet(hit, format_snippet(number[i], hit, text, mark), cost, mark, id(hit) in trimmed, ranks[i]))
     return snippets
+
+
+def is_note(hit: Hit) -> bool:
+    """A note of a vault (the Markdown importer's), as opposed to a conversation or a saved fact."""
+    return hit.metadata.get("source") == "markdown"
+
+
+def newer_first(n: int, later: dict[int, int], dates: Sequence[str | None]) -> list[int]:
+    """Each entry's place best first (entries given best first): an entry that a later one on the
+    same subject supersedes gives that one its place, and moves down by one. Returns the places."""
+    order = list(range(n))
+    for older, newer in sorted(later.items(), key=lambda pair: (dates[pair[1]] or "", pair[1], pair[0])):
+        if order.index(newer) > order.index(older):
+            order.remove(newer)
+            order.insert(order.index(older), newer)
+    return [order.index(i) for i in range(n)]
+
+
+def _days(dates: Sequence[str | None]) -> list[str | None]:
+    return [d[:10] if d else None for d in dates]
+
+
+def sentences_of(line: str) -> list[str]:
+    """A line's sentences (a line is a turn, or a paragraph of a long one)."""
+    return [part for part in _SENTENCE_END.split(line.strip()) if part]
+
+
+def subject_sentences(text: str, cosines: Callable[[Sequence[str]], Sequence[float]] | None,
+                      min_relevance: float) -> list[str]:
+    """What an entry says of the question's subject: the sentences of its ``SAME_SUBJECT_LINES``
+    lines closest to the question that are themselves within ``min_relevance`` of it (without
+    ``cosines``: the sentences of its first lines)."""
+    own = list(dict.fromkeys(line.strip() for line in lines_of(text)))
+    if cosines is None:
+        return [s for line in own[:SAME_SUBJECT_LINES] for s in sentences_of(line)]
+    close = np.asarray(cosines(own), dtype=np.float64) if own else np.zeros(0)
+    picked = [own[k] for k in np.argsort(-close, kind="stable")[:SAME_SUBJECT_LINES]]
+    sentences = list(dict.fromkeys(s for line in picked for s in sentences_of(line)))
+    relevance = np.asarray(cosines(sentences), dtype=np.float64) if sentences else np.zeros(0)
+    return [s for s, r in zip(sentences, relevance) if r >= min_relevance]
+
+
+def same_subject_by_meaning(texts: Sequence[str], dates: Sequence[str | None], vectors: LineVectorsOf,
+                            cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
+                            min_cosine: float | None = None, min_relevance: float | None = None) -> dict[int, int]:
+    """Entry -> the newest later entry (by date) that speaks of the same thing: a sentence of each
+    at least ``min_cosine`` close in meaning, both within ``min_relevance`` of the question (by
+    ``cosines``; without: any of the first lines' sentences; ``subject_sentences``). Words need not be shared, with each other or the question.
+    Undated entries, and entries of the same day, are not marked. (None: the module's settings.)"""
+    min_cosine = SAME_SUBJECT_COSINE if min_cosine is None else min_cosine
+    min_relevance = SAME_SUBJECT_MIN_RELEVANCE if min_relevance is None else min_relevance
+    days = _days(dates)
+    if sum(d is not None for d in days) < 2 or len(set(d for d in days if d)) < 2:
+        return {}
+    lines = [subject_sentences(text, cosines, min_relevance) for text in texts]
+    flat = [line for own in lines for line in own]
+    if not flat:
+        return {}
+    matrix = np.asarray(vectors(flat), dtype=np.float64)
+    starts = np.cumsum([0] + [len(own) for own in lines])
+    out: dict[int, int] = {}
+    by_date = sorted((i for i in range(len(texts)) if days[i] is not None), key=lambda i: (days[i], i))
+    for a, i in enumerate(by_date):
+        if not lines[i]:
+            continue
+        rows = matrix[starts[i]:starts[i + 1]]
+        for j in reversed(by_date[a + 1:]):
+            if days[j] <= days[i] or not lines[j]:
+                continue
+            if float(np.max(rows @ matrix[starts[j]:starts[j + 1]].T)) >= min_cosine:
+                out[i] = j
+                break
+    return out
 
 
 def later_on_the_same_subject(entry_terms: list[list[str]], dates: list[str | None],
                               question_terms: set[str]) -> dict[int, int]:
-    """For entries in date order: entry -> the last later entry that speaks of the same thing.
-
-    Two entries speak of the same thing when each holds some of the question's terms and they
-    share at least half of the question's terms either holds (a knowledge update: "I have two
-    bikes" then "I sold a bike"). Undated entries, and entries of the same day, are not marked."""
+    """For entries in any order: entry -> the newest later entry (by date) that speaks of the same
+    thing, by words: each holds some of the question's terms and they share at least half of the
+    question's terms either holds (a knowledge update: "I have two bikes" then "I sold a bike").
+    Undated entries, and entries of the same day, are not marked."""
     held = [question_terms.intersection(terms) for terms in entry_terms]
-    days = [d[:10] if d else None for d in dates]
+    days = _days(dates)
+    by_date = sorted((i for i in range(len(held)) if days[i] is not None), key=lambda i: (days[i], i))
     out: dict[int, int] = {}
-    for i in range(len(held)):
-        for j in range(len(held) - 1, i, -1):
+    for a, i in enumerate(by_date):
+        for j in reversed(by_date[a + 1:]):
             either = held[i] | held[j]
-            if days[i] is None or days[j] is None or days[j] <= days[i]:
+            if days[j] <= days[i]:
                 continue
             if held[i] and held[j] and 2 * len(held[i] & held[j]) >= len(either):
                 out[i] = j
