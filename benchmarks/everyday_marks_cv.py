@@ -2,13 +2,15 @@
 across the everyday set's dev half, LoCoMo dev and LongMemEval dev, on recorded blocks.
 
 Record: each set's context run with the block's layout inputs saved (per block: each entry's id,
-date, and the sentences it would compare, as vectors with their cosines to the question):
+date, length, whether it is a note, and the sentences it would compare, as vectors with their
+cosines to the question; and the pairs of entries the words rule pairs):
 
     python benchmarks/everyday_marks_cv.py record OUT.pkl -- bench everyday --half dev --out DIR
     python benchmarks/everyday_marks_cv.py record OUT.pkl -- bench locomo --context --data ... --out DIR
     python benchmarks/everyday_marks_cv.py record OUT.pkl -- bench longmemeval --context --data ... --out DIR
 
-Replay: the marks at each point of a grid (SAME_SUBJECT_COSINE x SAME_SUBJECT_MIN_RELEVANCE),
+Replay: the marks at each point of a grid (SAME_SUBJECT_COSINE x SAME_SUBJECT_MIN_RELEVANCE x
+SAME_SUBJECT_MAX_LINES),
 scored on each block with the run's rows (gold memories):
 
 - everyday: a fact that changed, newest first and every older one marked (its ``changed`` cell);
@@ -36,8 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-COSINES = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 2.0]  # 2.0: no mark
-RELEVANCE = [-1.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
+COSINES = [0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 2.0]  # 2.0: no mark
+RELEVANCE = [-1.0, 0.1, 0.2, 0.3]
+MAX_LINES = [2, 3, 4, 6, 10_000]
 FOLDS = 5
 
 
@@ -47,6 +50,7 @@ def record(out: str, argv: list[str]) -> None:
     import diarist.read.budget as budget
     from diarist.cli import main
     from diarist.memory import Memory
+    from diarist.read.trim import lines_of
 
     records: list[tuple[str | None, list]] = []
     asked: dict[str, str] = {}
@@ -56,7 +60,7 @@ def record(out: str, argv: list[str]) -> None:
         asked["q"] = query
         return context(self, query, *args, **kwargs)
 
-    def recording_layout(chosen, order, terms, trimmed, vectors=None, cosines=None, whole=None):
+    def recording_layout(chosen, order, terms, trimmed, vectors=None, cosines=None, whole=None, unmarked=0):
         if vectors is not None and whole is not None:
             entries = []
             for (hit, _, _), text in zip(chosen, whole):
@@ -64,9 +68,10 @@ def record(out: str, argv: list[str]) -> None:
                 sentences = block.subject_sentences(text, cosines, -2.0)
                 close = np.asarray(cosines(sentences), dtype=np.float32) if sentences else np.zeros(0, np.float32)
                 vec = np.asarray(vectors(sentences), dtype=np.float16) if sentences else None
-                entries.append((hit.id, hit.date, close, vec))
-            records.append((asked.get("q"), entries))
-        return layout(chosen, order, terms, trimmed, vectors, cosines, whole)
+                entries.append((hit.id, hit.date, close, vec, len(lines_of(text)), block.is_note(hit)))
+            words = block.word_pairs([block.analyze(text) for _, text, _ in chosen], terms)
+            records.append((asked.get("q"), entries, words))
+        return layout(chosen, order, terms, trimmed, vectors, cosines, whole, unmarked)
 
     Memory.context, budget.layout = recording_context, recording_layout
     try:
@@ -79,28 +84,24 @@ def record(out: str, argv: list[str]) -> None:
     print(f"recorded {len(records)} blocks into {out}")
 
 
-def marks(entries: list, min_cosine: float, min_relevance: float) -> dict[int, int]:
-    """``same_subject_by_meaning`` on recorded lines (the same rule, on the saved vectors)."""
-    days = [d[:10] if d else None for _, d, _, _ in entries]
-    lines = []
-    for memory_id, _, close, vec in entries:
-        if memory_id.endswith(".md"):  # a note (its id is its path): never marked by meaning
-            lines.append(None)
-            continue
-        keep = close >= min_relevance if vec is not None else np.zeros(0, bool)
-        lines.append(vec[keep].astype(np.float32) if vec is not None and keep.any() else None)
-    by_date = sorted((i for i in range(len(entries)) if days[i] is not None), key=lambda i: (days[i], i))
-    out: dict[int, int] = {}
-    for a, i in enumerate(by_date):
-        if lines[i] is None:
-            continue
-        for j in reversed(by_date[a + 1:]):
-            if days[j] <= days[i] or lines[j] is None:
-                continue
-            if float(np.max(lines[i] @ lines[j].T)) >= min_cosine:
-                out[i] = j
-                break
-    return out
+def marks(entries: list, words: set, min_cosine: float, min_relevance: float, max_lines: int) -> dict[int, int]:
+    """``diarist.read.block.same_subject`` on a recorded block: two short memories by meaning (on the
+    saved vectors), a long one and another by words, a note never."""
+    from diarist.read.block import newest_later
+
+    dates = [e[1] for e in entries]
+    days = [d[:10] if d else None for d in dates]
+    short = [not note and 0 < n_lines <= max_lines for _, _, _, _, n_lines, note in entries]
+    sentences = []
+    for (_, _, close, vec, _, _), ok in zip(entries, short):
+        keep = close >= min_relevance if vec is not None and ok else None
+        sentences.append(vec[keep].astype(np.float32) if keep is not None and keep.any() else None)
+    pairs = {(i, j) for i in range(len(entries)) for j in range(i + 1, len(entries))
+             if sentences[i] is not None and sentences[j] is not None and days[i] and days[j] and days[i] != days[j]
+             and float(np.max(sentences[i] @ sentences[j].T)) >= min_cosine}
+    notes = [e[5] for e in entries]
+    pairs |= {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
+    return newest_later(pairs, dates)
 
 
 def aligned(records: list, rows_path: Path) -> list[tuple[dict, list]]:
@@ -114,7 +115,7 @@ def aligned(records: list, rows_path: Path) -> list[tuple[dict, list]]:
             n += 1  # a block asked by the run for another purpose
         if n == len(records):
             raise ValueError(f"{rows_path}: no recorded block for {row['id']}")
-        out.append((row, records[n][1]))
+        out.append((row, records[n][1:]))
         n += 1
     return out
 
@@ -125,11 +126,13 @@ def group_of(dataset: str, row: dict) -> str:
     return row["id"].split(":")[0] if dataset == "locomo" else row["id"]
 
 
-def scores(dataset: str, row: dict, entries: list, min_cosine: float, min_relevance: float) -> dict[str, bool]:
+def scores(dataset: str, row: dict, recorded: tuple, min_cosine: float, min_relevance: float,
+           max_lines: int) -> dict[str, bool]:
     """The cells one block gives under one point of the grid."""
     from diarist.read.block import newer_first
 
-    later = marks(entries, min_cosine, min_relevance)
+    entries, words = recorded
+    later = marks(entries, words, min_cosine, min_relevance, max_lines)
     ids = [e[0] for e in entries]
     ranks = newer_first(len(entries), later, [e[1] for e in entries])
     ranked = [ids[i] for i in sorted(range(len(ids)), key=lambda i: ranks[i])]
@@ -159,8 +162,8 @@ def scores(dataset: str, row: dict, entries: list, min_cosine: float, min_releva
 
 
 def replay(sets: dict[str, list[tuple[dict, list]]]) -> dict:
-    grid = [(c, r) for c in COSINES for r in RELEVANCE]
-    cells: dict[tuple[float, float], list[tuple[str, int, str, bool]]] = {}
+    grid = [(c, r, n) for c in COSINES for r in RELEVANCE for n in MAX_LINES]
+    cells: dict[tuple[float, float, int], list[tuple[str, int, str, bool]]] = {}
     for point in grid:
         rows = []
         for dataset, blocks in sets.items():
@@ -179,18 +182,18 @@ def replay(sets: dict[str, list[tuple[dict, list]]]) -> dict:
         return float(np.mean(list(means.values()))), means
 
     every = set(range(FOLDS))
-    table = [{"cosine": c, "min_relevance": r, "objective": round(objective(cells[(c, r)], every)[0], 4),
-              **{k: round(v, 4) for k, v in objective(cells[(c, r)], every)[1].items()}} for c, r in grid]
-    best = max(grid, key=lambda p: (round(objective(cells[p], every)[0], 6), -p[0], p[1]))
+    table = [{"cosine": c, "min_relevance": r, "max_lines": n, "objective": round(objective(cells[(c, r, n)], every)[0], 4),
+              **{k: round(v, 4) for k, v in objective(cells[(c, r, n)], every)[1].items()}} for c, r, n in grid]
+    best = max(grid, key=lambda p: (round(objective(cells[p], every)[0], 6), -p[0], p[1], -p[2]))
     folds = []
     for held in range(FOLDS):
         train = every - {held}
-        chosen = max(grid, key=lambda p: (round(objective(cells[p], train)[0], 6), -p[0], p[1]))
+        chosen = max(grid, key=lambda p: (round(objective(cells[p], train)[0], 6), -p[0], p[1], -p[2]))
         folds.append({"held_out_fold": held, "chosen": list(chosen),
                       "in_sample": round(objective(cells[chosen], train)[0], 4),
                       "out_of_sample": round(objective(cells[chosen], {held})[0], 4),
                       "out_of_sample_cells": {k: round(v, 4) for k, v in objective(cells[chosen], {held})[1].items()}})
-    return {"grid": table, "chosen_in_sample": {"cosine": best[0], "min_relevance": best[1],
+    return {"grid": table, "chosen_in_sample": {"cosine": best[0], "min_relevance": best[1], "max_lines": best[2],
                                                   **objective(cells[best], every)[1]},
             "folds": folds,
             "out_of_sample_mean": round(float(np.mean([f["out_of_sample"] for f in folds])), 4),

@@ -87,3 +87,28 @@ def test_a_changed_fact_newer_first_and_the_older_marked(tmp_path):
             kia = next(s for s in block.snippets if "Kia" in s.text)
             assert by_id["f-skoda"].earlier_than is not None, (question, str(block))
             assert kia.earlier_than is None and kia.rank < by_id["f-skoda"].rank, question
+
+
+def test_marks_that_do_not_fit_leave_no_memory_out():
+    """Before: a block filled to its budget lost its weakest memory to the marks' tokens (LoCoMo
+    evidence in the block 0.9411 -> 0.9359 with marks by meaning). The budget is filled again with
+    the marks' cost set aside; failing that, the weakest entries' marks are left out, not a memory."""
+    from diarist.read.block import FOOTER, HEADER
+    from diarist.read.budget import BlockOptions, Draft, fill_budget, finish
+    from diarist.read.trace import Trace
+
+    count = lambda text: len(text.split())  # noqa: E731
+    hits = [_hit(1, "grey Skoda", "2024-01-20", 0.9), _hit(2, "a pandas KeyError", "2025-03-14", 0.8),
+            _hit(3, "sold the Skoda, a Kia now", "2025-10-05", 0.7)]
+    cosines = lambda lines: [0.5 for _ in lines]  # noqa: E731
+    unmarked_cost = count(HEADER) + count(FOOTER) + sum(count(f"[999] {h.date} · conversation {h.session_id} (user)\n{h.text}")
+                                                        for h in hits)
+    for budget in (unmarked_cost, unmarked_cost + 20):
+        draft = Draft(BlockOptions(count, budget, "date", line_cosines=cosines), line_vectors=_vectors(TABLE))
+        trace = Trace()
+        fill_budget(hits, draft, trace)
+        block = finish(draft, trace)
+        assert [s.hit.session_id for s in block.snippets] == ["s1", "s2", "s3"], budget
+        assert block.n_tokens <= budget
+        marked = [s.earlier_than for s in block.snippets]
+        assert marked == ([None, None, None] if budget == unmarked_cost else [3, None, None]), budget

@@ -47,6 +47,11 @@ SAME_SUBJECT_COSINE = 0.4
 SAME_SUBJECT_MIN_RELEVANCE = 0.1
 #: The lines of an entry whose sentences are compared: its closest to the question (bounds the cost).
 SAME_SUBJECT_LINES = 3
+#: Only a short memory states a fact that a later one can change (a saved fact, a note of a line
+#: or two, a short exchange: "I sold the Skoda and bought a Kia" and its reply); a long
+#: conversation is a record of its day, and two on one subject (two chats of the same friends
+#: about their art) are no changed fact. A longer entry is paired by the question's words only.
+SAME_SUBJECT_MAX_LINES = 4
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -139,23 +144,17 @@ def format_snippet(number: int, hit: Hit, text: str | None = None, earlier_than:
 def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int],
            vectors: LineVectorsOf | None = None,
            cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-           whole: Sequence[str] | None = None) -> list[Snippet]:
+           whole: Sequence[str] | None = None, unmarked: int = 0) -> list[Snippet]:
     """The entries numbered in the block's order, an older entry marked earlier than the newest
     one that speaks of the same thing, and that newer one ranked above it. ``chosen``: (memory,
     its shown text, its cost) best first; ``trimmed``: the ids of the memories shown by some of
-    their lines. With line ``vectors`` (and the lines' ``cosines`` to the question), two entries
-    speak of the same thing by meaning (``same_subject_by_meaning``); without, by the question's
-    ``terms`` they share (``later_on_the_same_subject``). ``whole``: each memory's text before the
-    trim (a memory shown by one line speaks of its subject in the others too), else as shown."""
+    their lines. Which entries speak of the same thing: ``same_subject``.
+    ``unmarked``: how many of the marks, those of the lowest-ranked entries first, are left out
+    (the budget's last resort: a mark is a hint, a memory may be the answer)."""
     dates = [hit.date for hit, _, _ in chosen]
-    if vectors is not None:
-        texts = list(whole) if whole is not None else [text for _, text, _ in chosen]
-        # A note is a document of its date, not a statement of a state that a later memory
-        # replaces: two notes on one subject (two trips, two recipes) are no changed fact.
-        texts = ["" if is_note(hit) else text for (hit, _, _), text in zip(chosen, texts)]
-        later = same_subject_by_meaning(texts, dates, vectors, cosines)
-    else:
-        later = later_on_the_same_subject([analyze(text) for _, text, _ in chosen], dates, terms)
+    later = same_subject(chosen, terms, vectors, cosines, whole)
+    for older in sorted(later, reverse=True)[:unmarked]:
+        del later[older]
     ranks = newer_first(len(chosen), later, dates)
     if order == "date":
         shown = sorted(range(len(chosen)), key=lambda i: (chosen[i][0].date or "", chosen[i][0].session_id or "",
@@ -169,6 +168,26 @@ def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], 
         mark = number[later[i]] if i in later else None
         snippets.append(Snippet(hit, format_snippet(number[i], hit, text, mark), cost, mark, id(hit) in trimmed, ranks[i]))
     return snippets
+
+
+def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vectors: LineVectorsOf | None = None,
+                 cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
+                 whole: Sequence[str] | None = None) -> dict[int, int]:
+    """Entry -> the newest later entry that speaks of the same thing. With line ``vectors`` (and
+    the lines' ``cosines`` to the question): two short memories by meaning (``meaning_pairs``, on
+    ``whole``, each memory's text before the trim: one shown by a line speaks of its subject in
+    the others too), a long one and another by the question's ``terms`` they share (``word_pairs``),
+    a note never. Without vectors: every two by their words."""
+    dates = [hit.date for hit, _, _ in chosen]
+    words = word_pairs([analyze(text) for _, text, _ in chosen], terms)
+    if vectors is None:
+        return newest_later(words, dates)
+    texts = list(whole) if whole is not None else [text for _, text, _ in chosen]
+    notes = [is_note(hit) for hit, _, _ in chosen]
+    short = [not note and 0 < len(lines_of(text)) <= SAME_SUBJECT_MAX_LINES for note, text in zip(notes, texts)]
+    pairs = meaning_pairs([text if ok else "" for text, ok in zip(texts, short)], dates, vectors, cosines)
+    pairs |= {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
+    return newest_later(pairs, dates)
 
 
 def is_note(hit: Hit) -> bool:
@@ -213,53 +232,66 @@ def subject_sentences(text: str, cosines: Callable[[Sequence[str]], Sequence[flo
 
 def same_subject_by_meaning(texts: Sequence[str], dates: Sequence[str | None], vectors: LineVectorsOf,
                             cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-                            min_cosine: float | None = None, min_relevance: float | None = None) -> dict[int, int]:
-    """Entry -> the newest later entry (by date) that speaks of the same thing: a sentence of each
-    at least ``min_cosine`` close in meaning, both within ``min_relevance`` of the question (by
-    ``cosines``; without: any of the first lines' sentences; ``subject_sentences``). Words need not be shared, with each other or the question.
-    Undated entries, and entries of the same day, are not marked. (None: the module's settings.)"""
+                            min_cosine: float | None = None, min_relevance: float | None = None,
+                            max_lines: int | None = None) -> dict[int, int]:
+    """Entry -> the newest later entry (by date) that speaks of the same thing by meaning
+    (``meaning_pairs``), each entry of at most ``max_lines`` lines (None: the module's setting)."""
+    max_lines = SAME_SUBJECT_MAX_LINES if max_lines is None else max_lines
+    texts = [text if 0 < len(lines_of(text)) <= max_lines else "" for text in texts]
+    return newest_later(meaning_pairs(texts, dates, vectors, cosines, min_cosine, min_relevance), dates)
+
+
+def meaning_pairs(texts: Sequence[str], dates: Sequence[str | None], vectors: LineVectorsOf,
+                  cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
+                  min_cosine: float | None = None, min_relevance: float | None = None) -> set[tuple[int, int]]:
+    """The pairs (i, j), i < j, of entries of different days that speak of the same thing: a
+    sentence of each at least ``min_cosine`` close in meaning, both within ``min_relevance`` of the
+    question (by ``cosines``; without: any of the first lines' sentences; ``subject_sentences``).
+    Words need not be shared, with each other or the question. An empty text takes no part.
+    (None: the module's settings.)"""
     min_cosine = SAME_SUBJECT_COSINE if min_cosine is None else min_cosine
     min_relevance = SAME_SUBJECT_MIN_RELEVANCE if min_relevance is None else min_relevance
     days = _days(dates)
-    if sum(d is not None for d in days) < 2 or len(set(d for d in days if d)) < 2:
-        return {}
-    lines = [subject_sentences(text, cosines, min_relevance) for text in texts]
-    flat = [line for own in lines for line in own]
+    candidates = [i for i, text in enumerate(texts) if text and days[i] is not None]
+    if len({days[i] for i in candidates}) < 2:
+        return set()
+    sentences = {i: subject_sentences(texts[i], cosines, min_relevance) for i in candidates}
+    flat = [s for i in candidates for s in sentences[i]]
     if not flat:
-        return {}
+        return set()
     matrix = np.asarray(vectors(flat), dtype=np.float64)
-    starts = np.cumsum([0] + [len(own) for own in lines])
+    rows, start = {}, 0
+    for i in candidates:
+        rows[i], start = matrix[start:start + len(sentences[i])], start + len(sentences[i])
+    return {(i, j) for a, i in enumerate(candidates) for j in candidates[a + 1:]
+            if days[i] != days[j] and len(rows[i]) and len(rows[j])
+            and float(np.max(rows[i] @ rows[j].T)) >= min_cosine}
+
+
+def word_pairs(entry_terms: list[list[str]], question_terms: set[str]) -> set[tuple[int, int]]:
+    """The pairs (i, j), i < j, of entries that speak of the same thing by words: each holds some
+    of the question's terms and they share at least half of the question's terms either holds (a
+    knowledge update: "I have two bikes" then "I sold a bike")."""
+    held = [question_terms.intersection(terms) for terms in entry_terms]
+    return {(i, j) for i in range(len(held)) for j in range(i + 1, len(held))
+            if held[i] and held[j] and 2 * len(held[i] & held[j]) >= len(held[i] | held[j])}
+
+
+def newest_later(pairs: set[tuple[int, int]], dates: Sequence[str | None]) -> dict[int, int]:
+    """Entry -> the newest entry of a later day it is paired with (of one day: the last given).
+    Undated entries, and entries of the same day, are not marked."""
+    days = _days(dates)
     out: dict[int, int] = {}
-    by_date = sorted((i for i in range(len(texts)) if days[i] is not None), key=lambda i: (days[i], i))
-    for a, i in enumerate(by_date):
-        if not lines[i]:
-            continue
-        rows = matrix[starts[i]:starts[i + 1]]
-        for j in reversed(by_date[a + 1:]):
-            if days[j] <= days[i] or not lines[j]:
+    for a, b in pairs:
+        for i, j in ((a, b), (b, a)):
+            if days[i] is None or days[j] is None or days[j] <= days[i]:
                 continue
-            if float(np.max(rows @ matrix[starts[j]:starts[j + 1]].T)) >= min_cosine:
+            if i not in out or (days[j], j) > (days[out[i]], out[i]):
                 out[i] = j
-                break
     return out
 
 
 def later_on_the_same_subject(entry_terms: list[list[str]], dates: list[str | None],
                               question_terms: set[str]) -> dict[int, int]:
-    """For entries in any order: entry -> the newest later entry (by date) that speaks of the same
-    thing, by words: each holds some of the question's terms and they share at least half of the
-    question's terms either holds (a knowledge update: "I have two bikes" then "I sold a bike").
-    Undated entries, and entries of the same day, are not marked."""
-    held = [question_terms.intersection(terms) for terms in entry_terms]
-    days = _days(dates)
-    by_date = sorted((i for i in range(len(held)) if days[i] is not None), key=lambda i: (days[i], i))
-    out: dict[int, int] = {}
-    for a, i in enumerate(by_date):
-        for j in reversed(by_date[a + 1:]):
-            either = held[i] | held[j]
-            if days[j] <= days[i]:
-                continue
-            if held[i] and held[j] and 2 * len(held[i] & held[j]) >= len(either):
-                out[i] = j
-                break
-    return out
+    """Entry -> the newest later entry (by date) that speaks of the same thing by words (``word_pairs``)."""
+    return newest_later(word_pairs(entry_terms, question_terms), dates)

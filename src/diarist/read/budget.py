@@ -286,49 +286,55 @@ def _placed(fills: list[tuple[Hit, set[int]]], hit: Hit) -> bool:
 
 
 #: How many times the budget is filled again to make room for the marks of earlier entries
-#: before the weakest entry is left out for them.
+#: before the weakest entries' marks are left out.
 MARK_REFILLS = 2
 
 
 def finish(draft: Draft, trace: Trace, search_notes: Sequence[str] = ()) -> ContextBlock:
     """The block of what the budget chose, laid out (``diarist.read.block``). When the marks of
     earlier entries take the last few tokens, the budget is filled again with their cost set
-    aside (the weakest passages make room, every memory kept); failing that, the weakest entry
-    makes room for them."""
+    aside (the weakest passages make room, every memory kept); failing that, the marks of the
+    weakest entries are left out, never a memory."""
     if not draft.budgeted:  # the search stopped before the block's stages (the floor's "nothing")
         fill_budget([], draft, trace)
     notes = [*search_notes, *draft.notes]
     chosen = list(draft.chosen)
     wanted = set(draft.terms)
     budget, count = draft.options.budget_tokens, draft.options.count_tokens
-    refills = 0
+    refills = unmarked = 0
     # Marks by meaning where the block reads lines by meaning (a LinesParams trim: the lines'
     # vectors are the trim's own); else by the question's words.
     vectors = draft.line_vectors if draft.options.line_cosines is not None else None
-    while chosen:
+    while True:
         whole = [PASSAGE_GAP.join(passages(draft.shown_as.get(id(hit), hit))) for hit, _, _ in chosen]
-        snippets = layout(chosen, draft.options.order, wanted, draft.trimmed, vectors, draft.options.line_cosines, whole)
+        snippets = layout(chosen, draft.options.order, wanted, draft.trimmed, vectors, draft.options.line_cosines,
+                          whole, unmarked)
         text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
-        n_tokens = draft.options.count_tokens(text)
-        if n_tokens <= draft.options.budget_tokens or not any(s.earlier_than for s in snippets):
-            for snippet in snippets:  # a trimmed memory explains itself as the ranked one did
-                ranked = draft.shown_as.get(id(snippet.hit))
-                if ranked is not None and ranked.why is not None:
-                    snippet.hit.why = ranked.why
-            return ContextBlock(text, snippets, notes, n_tokens, trace)
+        n_tokens = count(text)
+        marks = sum(s.earlier_than is not None for s in snippets)
+        if not snippets or n_tokens <= draft.options.budget_tokens or not marks:
+            break
         if refills < MARK_REFILLS:
-            # The marks pay for themselves with the weakest passages first, not a whole memory:
+            # The marks pay for themselves with the weakest passages first, every memory kept:
             # the budget is filled again with their cost set aside.
             refills += 1
             budget -= n_tokens - draft.options.budget_tokens
-            fills, _ = fill(draft.filled, count, budget, count(HEADER) + count(FOOTER))
-            refilled = chosen_of(fills, count)
-            if len(refilled) == len(chosen):
+            refilled = chosen_of(fill(draft.filled, count, budget, count(HEADER) + count(FOOTER))[0], count)
+            if [hit for hit, _, _ in refilled] == [hit for hit, _, _ in chosen]:
                 chosen = refilled
                 continue
-        hit = chosen.pop()[0]
-        trace.drop(label(hit), "budget", "made room for the marks of earlier entries", hit.score)
-    return ContextBlock(notes=notes, trace=trace)
+            refills = MARK_REFILLS
+        # Else the marks of the weakest entries are left out, not a memory.
+        unmarked += 1
+    if not snippets:
+        return ContextBlock(notes=notes, trace=trace)
+    if unmarked:
+        notes.append(f"{unmarked} mark{'s' if unmarked > 1 else ''} of earlier entries left out: the budget had no room")
+    for snippet in snippets:  # a trimmed memory explains itself as the ranked one did
+        ranked = draft.shown_as.get(id(snippet.hit))
+        if ranked is not None and ranked.why is not None:
+            snippet.hit.why = ranked.why
+    return ContextBlock(text, snippets, notes, n_tokens, trace)
 
 
 def label(hit: Hit) -> str:
