@@ -16,10 +16,11 @@ scored on each block with the run's rows (gold memories):
 - everyday: a fact that changed, newest first and every older one marked (its ``changed`` cell);
   a stated fact first in the block's own ranking; a note asked about first (notes on one subject
   are no fact that changed: a mark that puts a newer note first costs here);
-- LoCoMo and LongMemEval: the newest evidence memory in the block not marked earlier than another
-  ("latest", a false mark's cost), and evidence first in the block's ranking.
+- LoCoMo and LongMemEval: evidence first in the block's ranking; on LongMemEval's knowledge-update
+  questions, the newest evidence memory in the block not marked earlier than another ("latest",
+  a false mark's cost, as the context lab's cell).
 
-The objective is the mean of those seven shares. Folds: 5, by the fact asked about (everyday), the
+The objective is the mean of those six shares. Folds: 5, by the fact asked about (everyday), the
 conversation (LoCoMo) or the question (LongMemEval). Off-topic questions are not in it: a mark
 changes no block's emptiness (the floor decides that, before any mark).
 
@@ -84,7 +85,8 @@ def record(out: str, argv: list[str]) -> None:
     print(f"recorded {len(records)} blocks into {out}")
 
 
-def marks(entries: list, words: set, min_cosine: float, min_relevance: float, max_lines: int) -> dict[int, int]:
+def marks(entries: list, words: set, min_cosine: float, min_relevance: float,
+          max_lines: int) -> tuple[dict[int, int], set[int]]:
     """``diarist.read.block.same_subject`` on a recorded block: two short memories by meaning (on the
     saved vectors), a long one and another by words, a note never."""
     from diarist.read.block import newest_later
@@ -96,12 +98,13 @@ def marks(entries: list, words: set, min_cosine: float, min_relevance: float, ma
     for (_, _, close, vec, _, _), ok in zip(entries, short):
         keep = close >= min_relevance if vec is not None and ok else None
         sentences.append(vec[keep].astype(np.float32) if keep is not None and keep.any() else None)
-    pairs = {(i, j) for i in range(len(entries)) for j in range(i + 1, len(entries))
-             if sentences[i] is not None and sentences[j] is not None and days[i] and days[j] and days[i] != days[j]
-             and float(np.max(sentences[i] @ sentences[j].T)) >= min_cosine}
+    meaning = {(i, j) for i in range(len(entries)) for j in range(i + 1, len(entries))
+               if sentences[i] is not None and sentences[j] is not None and days[i] and days[j] and days[i] != days[j]
+               and float(np.max(sentences[i] @ sentences[j].T)) >= min_cosine}
     notes = [e[5] for e in entries]
-    pairs |= {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
-    return newest_later(pairs, dates)
+    pairs = meaning | {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
+    later = newest_later(pairs, dates)
+    return later, {i for i, j in later.items() if (min(i, j), max(i, j)) in meaning}
 
 
 def aligned(records: list, rows_path: Path) -> list[tuple[dict, list]]:
@@ -132,9 +135,9 @@ def scores(dataset: str, row: dict, recorded: tuple, min_cosine: float, min_rele
     from diarist.read.block import newer_first
 
     entries, words = recorded
-    later = marks(entries, words, min_cosine, min_relevance, max_lines)
+    later, changed = marks(entries, words, min_cosine, min_relevance, max_lines)
     ids = [e[0] for e in entries]
-    ranks = newer_first(len(entries), later, [e[1] for e in entries])
+    ranks = newer_first(len(entries), {i: j for i, j in later.items() if i in changed}, [e[1] for e in entries])
     ranked = [ids[i] for i in sorted(range(len(ids)), key=lambda i: ranks[i])]
     marked = {ids[i] for i in later}
     gold = set(row.get("gold") or [])
@@ -155,9 +158,10 @@ def scores(dataset: str, row: dict, recorded: tuple, min_cosine: float, min_rele
     dates = {e[0]: e[1] or "" for e in entries}
     shown = [i for i in ids if i in gold]
     if shown:
-        newest = max(shown, key=lambda i: dates[i])
-        out["latest"] = newest not in marked
         out["first"] = ranked[0] in gold
+        if row.get("type") == "knowledge-update":  # as the context lab's "latest" cell
+            newest = max(shown, key=lambda i: dates[i])
+            out["latest"] = newest not in marked
     return out
 
 

@@ -51,7 +51,7 @@ SAME_SUBJECT_LINES = 3
 #: or two, a short exchange: "I sold the Skoda and bought a Kia" and its reply); a long
 #: conversation is a record of its day, and two on one subject (two chats of the same friends
 #: about their art) are no changed fact. A longer entry is paired by the question's words only.
-SAME_SUBJECT_MAX_LINES = 4
+SAME_SUBJECT_MAX_LINES = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -146,16 +146,17 @@ def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], 
            cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
            whole: Sequence[str] | None = None, unmarked: int = 0) -> list[Snippet]:
     """The entries numbered in the block's order, an older entry marked earlier than the newest
-    one that speaks of the same thing, and that newer one ranked above it. ``chosen``: (memory,
+    one that speaks of the same thing, and where that is a changed fact (two short memories), the
+    newer ranked above it. ``chosen``: (memory,
     its shown text, its cost) best first; ``trimmed``: the ids of the memories shown by some of
     their lines. Which entries speak of the same thing: ``same_subject``.
     ``unmarked``: how many of the marks, those of the lowest-ranked entries first, are left out
     (the budget's last resort: a mark is a hint, a memory may be the answer)."""
     dates = [hit.date for hit, _, _ in chosen]
-    later = same_subject(chosen, terms, vectors, cosines, whole)
+    later, changed = same_subject(chosen, terms, vectors, cosines, whole)
     for older in sorted(later, reverse=True)[:unmarked]:
         del later[older]
-    ranks = newer_first(len(chosen), later, dates)
+    ranks = newer_first(len(chosen), {i: j for i, j in later.items() if i in changed}, dates)
     if order == "date":
         shown = sorted(range(len(chosen)), key=lambda i: (chosen[i][0].date or "", chosen[i][0].session_id or "",
                                                           chosen[i][0].fact_id or "", chosen[i][0].chunk_id))
@@ -172,22 +173,25 @@ def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], 
 
 def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vectors: LineVectorsOf | None = None,
                  cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-                 whole: Sequence[str] | None = None) -> dict[int, int]:
-    """Entry -> the newest later entry that speaks of the same thing. With line ``vectors`` (and
-    the lines' ``cosines`` to the question): two short memories by meaning (``meaning_pairs``, on
-    ``whole``, each memory's text before the trim: one shown by a line speaks of its subject in
-    the others too), a long one and another by the question's ``terms`` they share (``word_pairs``),
-    a note never. Without vectors: every two by their words."""
+                 whole: Sequence[str] | None = None) -> tuple[dict[int, int], set[int]]:
+    """Entry -> the newest later entry that speaks of the same thing; and the entries whose mark
+    is a changed fact (the newer is ranked above them). With line ``vectors`` (and the lines'
+    ``cosines`` to the question): two short memories by meaning (``meaning_pairs``, on ``whole``,
+    each memory's text before the trim: one shown by a line speaks of its subject in the others
+    too), a changed fact; a long one and another by the question's ``terms`` they share
+    (``word_pairs``), marked only (two conversations on one subject: the older is earlier, not
+    replaced); a note never. Without vectors: every two by their words, marked only."""
     dates = [hit.date for hit, _, _ in chosen]
     words = word_pairs([analyze(text) for _, text, _ in chosen], terms)
     if vectors is None:
-        return newest_later(words, dates)
+        return newest_later(words, dates), set()
     texts = list(whole) if whole is not None else [text for _, text, _ in chosen]
     notes = [is_note(hit) for hit, _, _ in chosen]
     short = [not note and 0 < len(lines_of(text)) <= SAME_SUBJECT_MAX_LINES for note, text in zip(notes, texts)]
-    pairs = meaning_pairs([text if ok else "" for text, ok in zip(texts, short)], dates, vectors, cosines)
-    pairs |= {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
-    return newest_later(pairs, dates)
+    meaning = meaning_pairs([text if ok else "" for text, ok in zip(texts, short)], dates, vectors, cosines)
+    pairs = meaning | {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
+    later = newest_later(pairs, dates)
+    return later, {i for i, j in later.items() if (min(i, j), max(i, j)) in meaning}
 
 
 def is_note(hit: Hit) -> bool:
