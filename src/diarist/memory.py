@@ -603,7 +603,8 @@ class Memory:
             raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
         cut = self.cut if self.settings.group else None
         options = BlockOptions(self.embedder.count_tokens, budget, order, min_score, relative_cut, cut, trim)
-        draft = Draft(options, lines_of_vector=lambda vector: self._line_cosines(query, vector))
+        draft = Draft(options, lines_of_vector=lambda vector: self._line_cosines(query, vector),
+                      line_vectors=self._line_vectors if cut is not None else None)  # marks by meaning: the calibrated model
         try:  # the draft joins the read as its first stage after the search's own
             results = self.search(query, app=app, k=k, previous=previous, explain=explain, now=now,
                                   after=[draft, "cut", "trim", "budget"])

@@ -108,8 +108,11 @@ def haystack_sessions(data: Path, haystack: str, scratch: Path) -> tuple[list[Se
 
 
 def rank_order(snippets: list[Any]) -> list[str]:
-    """The block's memories best first (by their fused score; the block prints them by date)."""
-    ranked = sorted(snippets, key=lambda s: -s.hit.score)
+    """The block's memories best first, as the block ranks them (``Snippet.rank``: by fused score,
+    save that a newer entry on the same subject comes before the older; the block prints them by
+    date); a snippet without a rank by its fused score."""
+    ranked = sorted(snippets, key=lambda s: (getattr(s, "rank", None) is None, getattr(s, "rank", 0) or 0,
+                                             -s.hit.score))
     return list(dict.fromkeys(s.hit.id for s in ranked))
 
 

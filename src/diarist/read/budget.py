@@ -32,7 +32,7 @@ from .. import settings
 from ..errors import InvalidInput
 from ..types import Hit
 from ..write.validate import shown
-from .block import FOOTER, HEADER, ORDERS, ContextBlock, format_snippet, layout
+from .block import FOOTER, HEADER, ORDERS, ContextBlock, LineVectorsOf, format_snippet, layout
 from .cut import CutParams, cut_memories
 from .group import PASSAGE_GAP
 from .lines import LineCosines, LinesParams, closest_only, trim_block
@@ -105,9 +105,13 @@ class Draft:
     # A context read's line cosines, made from the vector the dense channel made of the question
     # (for a LinesParams trim; ``options.line_cosines`` given: that one).
     lines_of_vector: Callable[[Any], LineCosines] | None = None
+    # Unit vectors of lines by the memory's embedder: entries on the same subject are marked by
+    # meaning (``diarist.read.block.same_subject_by_meaning``); None: by the question's words.
+    line_vectors: LineVectorsOf | None = None
     begun: bool = False
     by_meaning: list[tuple[str | None, str | None]] = field(default_factory=list)  # (session, fact): kept whatever else
     pointers: list[tuple[str | None, str | None]] = field(default_factory=list)  # of those, kept by that rule alone
+    filled: list[Hit] = field(default_factory=list)  # the memories the budget was filled from, as it showed them
 
     def __call__(self, search: BlockRead) -> None:
         """The draft as a read stage, ahead of the block's: the search builds this block."""
@@ -250,12 +254,10 @@ def fill_budget(hits: Sequence[Hit], draft: Draft, trace: Trace) -> None:
                 draft.shown_as[id(pointer)] = draft.shown_as.get(id(hits[place]), hits[place])
             hits[place] = pointer
         fills, used = fill(hits, count, budget, frame)
-    chosen = []
+    draft.filled = hits
+    chosen = chosen_of(fills, count)
     for hit, placed in fills:
-        if placed:
-            text = PASSAGE_GAP.join(p for i, p in enumerate(passages(hit)) if i in placed)
-            chosen.append((hit, text, count(format_snippet(999, hit, text))))
-        else:
+        if not placed:
             trace.drop(label(hit), "budget", f"its best passage did not fit the {budget - used} tokens left of {budget}",
                        hit.score)
     skipped = len(fills) - len(chosen)
@@ -269,31 +271,70 @@ def fill_budget(hits: Sequence[Hit], draft: Draft, trace: Trace) -> None:
     draft.chosen = chosen
 
 
+def chosen_of(fills: list[tuple[Hit, set[int]]], count: Callable[[str], int]) -> list[tuple[Hit, str, int]]:
+    """(memory, its shown text, its cost) of each memory placed, best first."""
+    chosen = []
+    for hit, placed in fills:
+        if placed:
+            text = PASSAGE_GAP.join(p for i, p in enumerate(passages(hit)) if i in placed)
+            chosen.append((hit, text, count(format_snippet(999, hit, text))))
+    return chosen
+
+
 def _placed(fills: list[tuple[Hit, set[int]]], hit: Hit) -> bool:
     return any(placed for shown, placed in fills if _key(shown) == _key(hit))
 
 
+#: How many times the budget is filled again to make room for the marks of earlier entries
+#: before the weakest entries' marks are left out.
+MARK_REFILLS = 2
+
+
 def finish(draft: Draft, trace: Trace, search_notes: Sequence[str] = ()) -> ContextBlock:
     """The block of what the budget chose, laid out (``diarist.read.block``). When the marks of
-    earlier entries take the last few tokens, the weakest entry makes room for them."""
+    earlier entries take the last few tokens, the budget is filled again with their cost set
+    aside (the weakest passages make room, every memory kept); failing that, the marks of the
+    weakest entries are left out, never a memory."""
     if not draft.budgeted:  # the search stopped before the block's stages (the floor's "nothing")
         fill_budget([], draft, trace)
     notes = [*search_notes, *draft.notes]
     chosen = list(draft.chosen)
     wanted = set(draft.terms)
-    while chosen:
-        snippets = layout(chosen, draft.options.order, wanted, draft.trimmed)
+    budget, count = draft.options.budget_tokens, draft.options.count_tokens
+    refills = unmarked = 0
+    # Marks by meaning where the block reads lines by meaning (a LinesParams trim: the lines'
+    # vectors are the trim's own); else by the question's words.
+    vectors = draft.line_vectors if draft.options.line_cosines is not None else None
+    while True:
+        whole = [PASSAGE_GAP.join(passages(draft.shown_as.get(id(hit), hit))) for hit, _, _ in chosen]
+        snippets = layout(chosen, draft.options.order, wanted, draft.trimmed, vectors, draft.options.line_cosines,
+                          whole, unmarked)
         text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
-        n_tokens = draft.options.count_tokens(text)
-        if n_tokens <= draft.options.budget_tokens or not any(s.earlier_than for s in snippets):
-            for snippet in snippets:  # a trimmed memory explains itself as the ranked one did
-                ranked = draft.shown_as.get(id(snippet.hit))
-                if ranked is not None and ranked.why is not None:
-                    snippet.hit.why = ranked.why
-            return ContextBlock(text, snippets, notes, n_tokens, trace)
-        hit = chosen.pop()[0]
-        trace.drop(label(hit), "budget", "made room for the marks of earlier entries", hit.score)
-    return ContextBlock(notes=notes, trace=trace)
+        n_tokens = count(text)
+        marks = sum(s.earlier_than is not None for s in snippets)
+        if not snippets or n_tokens <= draft.options.budget_tokens or not marks:
+            break
+        if refills < MARK_REFILLS:
+            # The marks pay for themselves with the weakest passages first, every memory kept:
+            # the budget is filled again with their cost set aside.
+            refills += 1
+            budget -= n_tokens - draft.options.budget_tokens
+            refilled = chosen_of(fill(draft.filled, count, budget, count(HEADER) + count(FOOTER))[0], count)
+            if [hit for hit, _, _ in refilled] == [hit for hit, _, _ in chosen]:
+                chosen = refilled
+                continue
+            refills = MARK_REFILLS
+        # Else the marks of the weakest entries are left out, not a memory.
+        unmarked += 1
+    if not snippets:
+        return ContextBlock(notes=notes, trace=trace)
+    if unmarked:
+        notes.append(f"{unmarked} mark{'s' if unmarked > 1 else ''} of earlier entries left out: the budget had no room")
+    for snippet in snippets:  # a trimmed memory explains itself as the ranked one did
+        ranked = draft.shown_as.get(id(snippet.hit))
+        if ranked is not None and ranked.why is not None:
+            snippet.hit.why = ranked.why
+    return ContextBlock(text, snippets, notes, n_tokens, trace)
 
 
 def label(hit: Hit) -> str:
