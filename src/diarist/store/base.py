@@ -74,11 +74,13 @@ class ItemSummary:
 @dataclass
 class IndexedChunk:
     """A chunk with everything both channels need: its int8 vector and its index terms (which
-    must be ``diarist.lexical.analyze(chunk.text)``: deletes unindex what that gives)."""
+    must be ``diarist.lexical.analyze(chunk.text, language=language)``: deletes unindex what
+    that gives)."""
 
     chunk: Chunk
     vector: np.ndarray | None  # int8, normalised before quantisation; None if not dense
     terms: list[str]
+    language: str = "en"  # what the terms were analysed as (diarist.lexical.language.detect)
 
 
 class ChunkRow(NamedTuple):

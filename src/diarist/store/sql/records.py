@@ -27,7 +27,7 @@ _ITEM_COLUMNS = {
 }
 _MESSAGE_COLUMNS = ("session_id", "position", "role", "content", "time")
 _CHUNK_COLUMNS = ("id", "app_id", "session_id", "fact_id", "position", "view", "roles", "first_turn", "last_turn",
-                  "text", "date", "n_tokens", "lex_len", "in_lexical")
+                  "text", "date", "n_tokens", "lex_len", "in_lexical", "language")
 
 
 def table(kind: str) -> str:
@@ -71,7 +71,7 @@ def _chunk_row(d: Dialect, app_id: int, kind: str, item_pk: int, chunk_id: int, 
     return (
         chunk_id, app_id, item_pk if kind == "session" else None, item_pk if kind == "fact" else None,
         c.position, enc(c.view), enc(",".join(c.roles)), c.first_turn, c.last_turn, enc(c.text),
-        date, c.n_tokens, len(item.terms) if c.lexical else 0, bool(c.lexical),
+        date, c.n_tokens, len(item.terms) if c.lexical else 0, bool(c.lexical), item.language,
         *d.vector_values(vector), enc(c.embed_text) if c.dense else None,
     )
 
@@ -113,13 +113,15 @@ def insert_items(
     return indexed
 
 
-def lexical_chunks(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> list[tuple[int, str, int]]:
-    """(chunk id, text, BM25 length) of an item's chunks that have postings."""
+def lexical_chunks(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> list[tuple[int, str, int, str]]:
+    """(chunk id, text, BM25 length, language analysed in) of an item's chunks that have postings
+    (English where none was recorded: chunks stored before languages were)."""
     rows = cur.execute(
-        d.sql(f"SELECT id, text, lex_len FROM chunks WHERE {CHUNK_COLUMNS[kind]} = ? AND {d.in_lexical} ORDER BY id"),
+        d.sql(f"SELECT id, text, lex_len, language FROM chunks WHERE {CHUNK_COLUMNS[kind]} = ? AND {d.in_lexical} "
+              "ORDER BY id"),
         (item_pk,),
     ).fetchall()
-    return [(int(i), d.from_db(t), int(n)) for i, t, n in rows]
+    return [(int(i), d.from_db(t), int(n), language or "en") for i, t, n, language in rows]
 
 
 def delete_item_row(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> None:
