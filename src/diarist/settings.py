@@ -25,6 +25,12 @@ FUSION_RRF_K = RRF_K
 # The dense channel's weight in the convex fusion, chosen by cross-validation across both dev
 # sets (BENCHMARKS.md, "Fusion"); the lexical channel gets the rest.
 FUSION_DENSE_WEIGHT = 0.75
+# What the lexical channel's (normalised) score of a chunk counts for in the convex fusion when
+# the chunk is in another language than the question (diarist.lexical.language): a question in
+# German shares few words with an English memory, and those it shares (names, cognates, "die")
+# pulled it toward the wrong one. Chosen by cross-validation across the development languages of
+# XQuAD (benchmarks/results/xquad/agreement-cv.json, docs/languages.md).
+LEXICAL_AGREEMENT = 1.0
 
 # Search results and the context block give each memory (session, note, fact) once, with at
 # most this many of its best passages, in original order (diarist.read.group).

@@ -229,6 +229,17 @@ def _roles(stored: str | None) -> tuple[str, ...]:
     return tuple(stored.split(",")) if stored else ()
 
 
+def chunks_in_other_languages(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int],
+                              language: str) -> set[int]:
+    """The app's chunks among the ids whose recorded language is not ``language`` (NULL: English)."""
+    out: set[int] = set()
+    for test, params in d.in_list("id", d.bigints(chunk_ids), "bigint"):
+        rows = cur.execute(d.sql(f"SELECT id FROM chunks WHERE {test} AND app_id = ? AND coalesce(language, 'en') <> ?"),
+                           (*params, app_id, language)).fetchall()
+        out.update(int(r[0]) for r in rows)
+    return out
+
+
 def fetch_chunks(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
     out: dict[int, ChunkRow] = {}
     text = d.from_db
@@ -258,13 +269,18 @@ def _vector(stored: Any) -> np.ndarray | None:
 
 def sample_chunk(d: Dialect, cur: Cursor, app_id: int) -> SampleChunk | None:
     row = cur.execute(
-        d.sql(f"SELECT id, text, {d.vector_columns[0]}, in_lexical, embed_text FROM chunks WHERE app_id = ? "
+        d.sql(f"SELECT id, text, {d.vector_columns[0]}, in_lexical, embed_text, language FROM chunks WHERE app_id = ? "
               "ORDER BY id DESC LIMIT 1"),
         (app_id,),
     ).fetchone()
     if row is None:
         return None
-    return SampleChunk(int(row[0]), d.from_db(row[1]), _vector(row[2]), bool(row[3]), d.from_db(row[4]))
+    return SampleChunk(int(row[0]), d.from_db(row[1]), _vector(row[2]), bool(row[3]), d.from_db(row[4]), row[5] or "en")
+
+
+def language_counts(d: Dialect, cur: Cursor, app_id: int) -> dict[str | None, int]:
+    rows = cur.execute(d.sql("SELECT language, count(*) FROM chunks WHERE app_id = ? GROUP BY language"), (app_id,))
+    return {language: int(n) for language, n in rows.fetchall()}
 
 
 def item_chunks(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> list[StoredChunk]:
