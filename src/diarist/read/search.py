@@ -47,7 +47,8 @@ class SearchSettings:
     fusion: str = settings.FUSION  # "convex" | "rrf"
     dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share
     # convex: a lexical score counts this much for a chunk in another language than the question
-    lexical_agreement: float = settings.LEXICAL_AGREEMENT
+    # (None: settings.LEXICAL_AGREEMENT's value for the embedding model)
+    lexical_agreement: float | None = None
     rrf_k: int = settings.FUSION_RRF_K
     k1: float = settings.BM25_K1
     b: float = settings.BM25_B
@@ -443,6 +444,8 @@ def _lexical_scale(search: Search) -> list[float] | None:
     """Per lexical candidate, what its score counts for: ``lexical_agreement`` for a chunk in
     another language than the question, 1 otherwise (None: every one agrees, the usual case)."""
     agreement = search.settings.lexical_agreement
+    if agreement is None:
+        agreement = settings.lexical_agreement(search.channels.embedder.model_id)
     if agreement == 1.0 or not search.lexical_ranking:
         return None
     ids = [cid for cid, _ in search.lexical_ranking]
