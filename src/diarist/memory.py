@@ -315,7 +315,8 @@ class Memory:
         out, dense = [], iter(vectors)
         for c in chunks:
             vector = next(dense) if c.dense else None
-            out.append(IndexedChunk(chunk=c, vector=vector, terms=lexical.analyze(c.text) if c.lexical else []))
+            terms, language = lexical.analyze_passage(c.text) if c.lexical else ([], lexical.detect(c.text))
+            out.append(IndexedChunk(chunk=c, vector=vector, terms=terms, language=language))
         return out
 
     def _write(

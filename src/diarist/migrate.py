@@ -263,7 +263,8 @@ def _plural(n: int, noun: str) -> str:
 
 def _indexed(chunk: StoredChunk) -> IndexedChunk:
     c = chunk.chunk
-    return IndexedChunk(c, chunk.vector, lexical.analyze(c.text) if c.lexical else [])
+    terms, language = lexical.analyze_passage(c.text) if c.lexical else ([], lexical.detect(c.text))
+    return IndexedChunk(c, chunk.vector, terms, language)
 
 
 def _copy_key(dst: Store, key: KeyRecord, hashes: dict[int, str], where: str) -> None:

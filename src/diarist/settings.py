@@ -26,6 +26,20 @@ FUSION_RRF_K = RRF_K
 # The dense channel's weight in the convex fusion, chosen by cross-validation across both dev
 # sets (BENCHMARKS.md, "Fusion"); the lexical channel gets the rest.
 FUSION_DENSE_WEIGHT = 0.75
+# What the lexical channel's (normalised) score of a chunk counts for in the convex fusion when
+# the chunk is in another language than the question (diarist.lexical.language), per embedding
+# model (its model id's start); 1 for the others. With a multilingual model a question in German
+# finds an English memory by its vectors, and the few words it shares with one (names, cognates)
+# pulled it toward the wrong one: 0.1. With the English default the vectors cannot cross
+# languages and the shared words are most of what is left: 1. Each chosen by leave-one-language-out
+# cross-validation over XQuAD's development languages (benchmarks/results/xquad/agreement/,
+# docs/languages.md).
+LEXICAL_AGREEMENT = {"multilingual-e5-small": 0.1}
+
+
+def lexical_agreement(model_id: str) -> float:
+    """``LEXICAL_AGREEMENT`` for an embedding model (1: a lexical score counts in full)."""
+    return next((value for start, value in LEXICAL_AGREEMENT.items() if model_id.startswith(start)), 1.0)
 
 # Search results and the context block give each memory (session, note, fact) once, with at
 # most this many of its best passages, in original order (diarist.read.group).

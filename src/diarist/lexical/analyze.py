@@ -14,6 +14,9 @@ import unicodedata
 
 import Stemmer
 
+from .language import ENGLISH, UNSPACED, detect
+from .stopwords import stopwords
+
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 # A short English stopword list: these words carry no evidence and have the longest postings.
@@ -76,9 +79,14 @@ def stem(word: str) -> str:
     return found
 
 
-def analyze(text: str, *, keep_stopwords: bool = False) -> list[str]:
+def analyze(text: str, *, keep_stopwords: bool = False, language: str | None = None) -> list[str]:
     """Text -> index terms: NFKC-normalised, case-folded runs of letters and digits, stemmed;
-    stopwords (matched before stemming) left out unless ``keep_stopwords``."""
+    stopwords (matched before stemming) left out unless ``keep_stopwords``.
+
+    ``language``: the text's (ISO 639-1); None: detected (``language.detect``). English text is
+    analysed as it always was; another language by ``analyze_in``."""
+    if (language or detect(text)) != ENGLISH:
+        return analyze_in(text, language or detect(text), keep_stopwords=keep_stopwords)
     text = unicodedata.normalize("NFKC", text).casefold()
     words = _TOKEN.findall(text)
     get = _STEMS.get
@@ -87,13 +95,90 @@ def analyze(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return [get(w) or stem(w) for w in words if w not in STOPWORDS]
 
 
+def analyze_passage(text: str) -> tuple[list[str], str]:
+    """A passage to index: its terms and the language they were analysed in (to be recorded
+    with them: deletes unindex with it)."""
+    language = detect(text)
+    return analyze(text, language=language), language
+
+
 def analyze_question(text: str) -> list[str]:
     """A question's index terms: as ``analyze`` gives them, less the words and phrases that carry
     no evidence in a question (``QUESTION_STOPWORDS``, ``QUESTION_PHRASES``). A question made only
-    of them keeps its plain terms (something must be searched for)."""
+    of them keeps its plain terms (something must be searched for). A question in another
+    language is analysed as a passage in it."""
+    language = detect(text)
+    if language != ENGLISH:  # the question scaffolding below is English's
+        return analyze_in(text, language)
     kept = QUESTION_PHRASES.sub(" ", unicodedata.normalize("NFKC", text))
     words = _TOKEN.findall(unicodedata.normalize("NFKC", kept).casefold())
     get = _STEMS.get
     terms = [get(w) or stem(w) for n, w in enumerate(words)
              if w not in QUESTION_STOPWORDS and not (w == "s" and n and words[n - 1] in CONTRACTED)]
     return terms or analyze(text)
+
+
+# -- languages other than English ---------------------------------------------------------------
+
+#: ISO 639-1 -> the Snowball stemmer PyStemmer names it by.
+SNOWBALL = {"ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish",
+            "nl": "dutch", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german",
+            "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian",
+            "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "fa": "persian", "pl": "polish",
+            "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "es": "spanish",
+            "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
+
+# Combining marks (Unicode Mn, Mc) belong to the word they are in: Devanagari's vowel signs,
+# Arabic's vowel marks. English's tokens split at them ("हिन्दी" gave "ह", "न", "द").
+_MARKS = "".join(re.escape(chr(c)) for c in range(0x300, 0x10000)
+                 if unicodedata.category(chr(c)) in ("Mn", "Mc"))
+_WORD = re.compile(rf"(?:[^\W_]|[{_MARKS}])+")
+# Runs of a script written without spaces (Han, kana, Thai), and of the rest, inside a word.
+_UNSPACED_RUN = re.compile(r"([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                           r"\uff66-\uff9f\u0e00-\u0e7f]+)")
+_LANGUAGE_STEMS: dict[str, dict[str, str]] = {}
+
+
+def stem_in(language: str, word: str) -> str:
+    """A case-folded word's Snowball stem in the language (the word itself where Snowball has
+    no stemmer for it)."""
+    cache = _LANGUAGE_STEMS.setdefault(language, {})
+    found = cache.get(word)
+    if found is None:
+        name = SNOWBALL.get(language)
+        if name is None:
+            return word
+        stemmers = getattr(_local, "stemmers", None)
+        if stemmers is None:
+            stemmers = _local.stemmers = {}
+        stemmer = stemmers.get(name) or stemmers.setdefault(name, Stemmer.Stemmer(name))
+        found = stemmer.stemWord(word)
+        if len(cache) < _STEMS_MAX:
+            cache[word] = found
+    return found
+
+
+def bigrams(run: str) -> list[str]:
+    """A run of unspaced script as overlapping character bigrams ("北京大学": 北京 京大 大学); a
+    single character stays itself."""
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def analyze_in(text: str, language: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Text in a language other than English -> index terms: NFKC, case-folded words (combining
+    marks kept in them), that language's stopwords out and its Snowball stem. Chinese, Japanese
+    and Thai are cut into character bigrams; the words of other scripts inside them (a name, a
+    term of art) are analysed as English."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    words = _WORD.findall(text)
+    if language not in UNSPACED:
+        stops = frozenset() if keep_stopwords else stopwords(language)
+        return [stem_in(language, w) for w in words if w not in stops]
+    terms: list[str] = []
+    for word in words:
+        for n, run in enumerate(_UNSPACED_RUN.split(word)):
+            if n % 2:  # the split's odd pieces are the unspaced runs
+                terms += bigrams(run)
+            elif run:
+                terms += [stem(w) for w in _TOKEN.findall(run) if keep_stopwords or w not in STOPWORDS]
+    return terms

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..store.base import PostingBlocks
 from .analyze import analyze
+from .language import detect
 from .state import status_reason
 
 log = logging.getLogger("diarist")
@@ -107,13 +108,16 @@ def block_of(chunk_id: int) -> tuple[int, int]:
     return chunk_id >> BLOCK_BITS, chunk_id & (BLOCK_SIZE - 1)
 
 
-def analysed_pages(page: Callable[[int], Sequence[tuple[int, str]]]) -> Iterator[list[tuple[int, list[str]]]]:
+def analysed_pages(page: Callable[[int], Sequence[tuple[int, str]]], *, languages: bool = True
+                   ) -> Iterator[list[tuple[int, list[str], str]]]:
     """A store's chunks (id, text), analysed a page at a time: ``page(last)`` gives the next
     rows with ids above ``last``, ascending (keyset paging, no read left open between pages),
-    so a rebuild holds one page in memory at any app size."""
+    so a rebuild holds one page in memory at any app size. Each chunk comes back as (id, terms,
+    the language detected and analysed in; English for all when not ``languages``)."""
     last = -1
     while rows := page(last):
-        yield [(int(chunk_id), analyze(text)) for chunk_id, text in rows]
+        yield [(int(chunk_id), analyze(text, language=language), language)
+               for chunk_id, text, language in ((i, t, detect(t) if languages else "en") for i, t in rows)]
         last = int(rows[-1][0])
 
 
@@ -226,17 +230,18 @@ class Batch:
         self.n_docs = self.total_len = 0
 
 
-def remove(blocks: PostingBlocks, chunks: Sequence[tuple[int, str, int]]) -> None:
-    """Unindex chunks given as (chunk id, text, BM25 length) before their rows are deleted. A
+def remove(blocks: PostingBlocks, chunks: Sequence[tuple[int, str, int, str]]) -> None:
+    """Unindex chunks given as (chunk id, text, BM25 length, the language their terms were
+    analysed in) before their rows are deleted. A
     block left empty is deleted, and so is a term no app has a posting for any more: deleted
     text leaves nothing behind in the index. An index that is not trusted (stale, incomplete)
     is left as it is: it is refused until rebuilt anyway."""
     if not chunks or status_reason(blocks.stats(), blocks.indexed_count()) is not None:
         return
     doomed: dict[tuple[str, int], set[int]] = defaultdict(set)
-    for chunk_id, text, _ in chunks:
+    for chunk_id, text, _, language in chunks:
         block, offset = block_of(chunk_id)
-        for term in set(analyze(text)):
+        for term in set(analyze(text, language=language)):
             doomed[(term, block)].add(offset)
     term_ids = blocks.term_ids({t for t, _ in doomed}, create=False)
     keyed = {(term_ids[t], b): offsets for (t, b), offsets in doomed.items() if t in term_ids}
@@ -247,7 +252,7 @@ def remove(blocks: PostingBlocks, chunks: Sequence[tuple[int, str, int]]) -> Non
         kept = pairs[~np.isin(pairs[:, 0], np.fromiter(keyed[key], dtype=np.uint16))]
         updates[key] = kept.astype("<u2").tobytes() if len(kept) else b""
     blocks.write_blocks(updates)
-    blocks.add_stats(-len(chunks), -sum(length for _, _, length in chunks))
+    blocks.add_stats(-len(chunks), -sum(length for _, _, length, _ in chunks))
     emptied = {term_id for (term_id, _), data in updates.items() if not data}
     if emptied:
         blocks.drop_unused_terms(emptied)

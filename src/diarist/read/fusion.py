@@ -142,8 +142,13 @@ class FusedRanking(Sequence):
 
 
 def convex_ranking(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]],
-                   dense_weight: float, depth: int, limit: int | None = None) -> FusedRanking:
-    """``convex`` as a ``FusedRanking``: the same entries, each built on first read."""
+                   dense_weight: float, depth: int, limit: int | None = None,
+                   lexical_scale: Sequence[float] | None = None) -> FusedRanking:
+    """``convex`` as a ``FusedRanking``: the same entries, each built on first read.
+
+    ``lexical_scale``: per entry of ``lexical``, a factor on its normalised score (a chunk in
+    another language than the question counts less: ``settings.LEXICAL_AGREEMENT``); a chunk
+    absent from a cut list gets the last entry's scaled score. None: every factor is 1."""
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError(f"the dense weight must be in [0, 1], got {dense_weight}")
     dense_ids, dense_raw = _columns(dense)
@@ -159,6 +164,8 @@ def convex_ranking(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[i
         lexical_n = lexical_raw / float(lexical_raw.max())
     # What a chunk absent from a list scores there: the last listed score if the list was cut.
     dense_missing = float(dense_n[-1]) if len(dense) >= depth and len(dense_n) else 0.0
+    if lexical_scale is not None and len(lexical_n):
+        lexical_n = lexical_n * np.asarray(lexical_scale, dtype=np.float64)[: len(lexical_n)]
     lexical_missing = float(lexical_n[-1]) if len(lexical) >= depth and len(lexical_n) else 0.0
     # Sorted distinct ids (np.union1d's hashing costs 3x as much on a few hundred).
     union = np.concatenate([dense_ids, lexical_ids])

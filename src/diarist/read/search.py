@@ -24,7 +24,7 @@ import numpy as np
 from .. import settings
 from ..embed.base import Embedder
 from ..errors import ConfigError
-from ..lexical import LexicalChannel
+from ..lexical import LexicalChannel, detect
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
@@ -46,6 +46,9 @@ class SearchSettings:
     depth: int = settings.DEPTH  # each channel ranks this deep, well beyond the budget
     fusion: str = settings.FUSION  # "convex" | "rrf"
     dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share
+    # convex: a lexical score counts this much for a chunk in another language than the question
+    # (None: settings.LEXICAL_AGREEMENT's value for the embedding model)
+    lexical_agreement: float | None = None
     rrf_k: int = settings.FUSION_RRF_K
     k1: float = settings.BM25_K1
     b: float = settings.BM25_B
@@ -321,7 +324,8 @@ def fuse(search: Search) -> None:
         search.order = "dense"
         search.trace.record("fusion", len(search.chosen), len(dense) - len(search.chosen), "dense ranking only")
         return
-    search.chosen = _fuse(dense, search.lexical_ranking, search.settings, search.depth, limit)
+    search.chosen = _fuse(dense, search.lexical_ranking, search.settings, search.depth, limit,
+                          _lexical_scale(search) if search.settings.fusion == "convex" else None)
     search.order = "fused"
     search.trace.record("fusion", len(search.chosen), 0,
                         f"{search.settings.fusion} fusion of {len(dense)} dense and {len(search.lexical_ranking)} "
@@ -429,11 +433,24 @@ def _abandon(job: Future | None) -> None:
 
 
 def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
-          depth: int, pool: int | None) -> Fused:
+          depth: int, pool: int | None, lexical_scale: list[float] | None = None) -> Fused:
     """The first ``pool`` of the fused ranking (None: all of it; convex: each entry built when read)."""
     if settings.fusion == "rrf":
         return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    return convex_ranking(dense, lexical_ranking, settings.dense_weight, depth, limit=pool)
+    return convex_ranking(dense, lexical_ranking, settings.dense_weight, depth, limit=pool, lexical_scale=lexical_scale)
+
+
+def _lexical_scale(search: Search) -> list[float] | None:
+    """Per lexical candidate, what its score counts for: ``lexical_agreement`` for a chunk in
+    another language than the question, 1 otherwise (None: every one agrees, the usual case)."""
+    agreement = search.settings.lexical_agreement
+    if agreement is None:
+        agreement = settings.lexical_agreement(search.channels.embedder.model_id)
+    if agreement == 1.0 or not search.lexical_ranking:
+        return None
+    ids = [cid for cid, _ in search.lexical_ranking]
+    other = search.channels.store.chunks_in_other_languages(search.app, ids, detect(search.question.text))
+    return [agreement if cid in other else 1.0 for cid in ids] if other else None
 
 
 def _hit(

@@ -74,11 +74,13 @@ class ItemSummary:
 @dataclass
 class IndexedChunk:
     """A chunk with everything both channels need: its int8 vector and its index terms (which
-    must be ``diarist.lexical.analyze(chunk.text)``: deletes unindex what that gives)."""
+    must be ``diarist.lexical.analyze(chunk.text, language=language)``: deletes unindex what
+    that gives)."""
 
     chunk: Chunk
     vector: np.ndarray | None  # int8, normalised before quantisation; None if not dense
     terms: list[str]
+    language: str = "en"  # what the terms were analysed as (diarist.lexical.language.detect)
 
 
 class ChunkRow(NamedTuple):
@@ -134,6 +136,7 @@ class SampleChunk:
     vector: np.ndarray | None  # int8 (dim,), or None when the chunk has no vector
     lexical: bool  # has postings
     embed_text: str | None  # what the vector reads, when not the whole text
+    language: str = "en"  # what its terms were analysed as (English where none was recorded)
 
 
 @dataclass(frozen=True)
@@ -370,6 +373,17 @@ class Store(ABC):
     @abstractmethod
     def fetch_chunks(self, app: str, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
         """The chunks of this app among the ids (others, and deleted ones, are left out)."""
+
+    def chunks_in_other_languages(self, app: str, chunk_ids: Sequence[int], language: str) -> set[int]:
+        """The chunks among the ids whose terms were analysed in another language than
+        ``language`` (a chunk stored before languages were recorded counts as English). A store
+        that records no language: none."""
+        return set()
+
+    def language_counts(self, app: str) -> dict[str | None, int]:
+        """How many of the app's chunks were analysed in each language (None: stored before
+        languages were recorded). A store that records no language: none."""
+        return {}
 
     @abstractmethod
     def sample_chunk(self, app: str) -> SampleChunk | None: ...

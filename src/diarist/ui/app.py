@@ -235,7 +235,8 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
                           "preview": browse.preview(item)})
         query = {"kind": kind, "source": filters.source or "", "since": filters.since or "",
                  "until": filters.until or "", "meta": meta_text}
-        return render(ctx, "app.html", app=app, stats=counts(app), items=items, filters=query, offset=offset,
+        return render(ctx, "app.html", app=app, stats=counts(app), model=memory.embedder.model_id, items=items,
+                      filters=query, offset=offset,
                       next_offset=offset + browse.PAGE_SIZE if more else None,
                       prev_offset=max(0, offset - browse.PAGE_SIZE) if offset else None,
                       page_query=urlencode(query), imported=_report(ctx), deleted=ctx.param("deleted") or None)

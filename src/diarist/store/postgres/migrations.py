@@ -183,6 +183,11 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     ALTER TABLE apps ADD COLUMN IF NOT EXISTS titles_indexed boolean NOT NULL DEFAULT true;
     UPDATE apps SET titles_indexed = false WHERE id IN (SELECT DISTINCT app_id FROM sessions);
     """,
+    # (languages) the language each chunk's terms were analysed in, as SQLite's migration of
+    # the same name; NULL until ``diarist reindex`` detects it.
+    """
+    ALTER TABLE chunks ADD COLUMN IF NOT EXISTS language text;
+    """,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``diarist_schema``

@@ -47,13 +47,17 @@ def app_terms(d: Dialect, cur: Cursor, app_id: int) -> list[int]:
     return [r[0] for r in cur.execute(d.sql("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?"), (app_id,))]
 
 
-def rebuild(d: Dialect, cur: Cursor, app_id: int) -> int:
-    """The app's postings, lengths and counts written anew from its stored chunk text by this
-    diarist's analyzer (``diarist reindex``, and the migration to a new analyzer). Returns how
+def rebuild(d: Dialect, cur: Cursor, app_id: int, *, languages: bool = True) -> int:
+    """The app's postings, lengths, counts and chunk languages written anew from its stored chunk
+    text by this diarist's analyzer (``diarist reindex``, and the migration to a new analyzer). Returns how
     many chunks were indexed. The caller bumps the app's generation: caches must reload.
 
     Chunks are read, analysed and written REBUILD_BATCH at a time, in id order (the blocks'
-    appends stay sorted): a million chunks held at once took 7.7 GB."""
+    appends stay sorted): a million chunks held at once took 7.7 GB.
+
+    ``languages``: each chunk's language detected, analysed in and recorded; without (a
+    migration that runs before the language column exists), every chunk is analysed as English
+    and none recorded, which is what an unrecorded language means."""
     old_terms = app_terms(d, cur, app_id)
     cur.execute(d.sql("DELETE FROM lex_postings WHERE app_id = ?"), (app_id,))
     reset_stats(d, cur, app_id)
@@ -64,12 +68,19 @@ def rebuild(d: Dialect, cur: Cursor, app_id: int) -> int:
     def rows_after(last: int) -> list[tuple[int, str]]:
         return [(i, d.from_db(text)) for i, text in cur.execute(page, (app_id, last, REBUILD_BATCH)).fetchall()]
 
-    for chunks in lexical_postings.analysed_pages(rows_after):
-        d.set_lengths(cur, [(i, len(t)) for i, t in chunks])
-        lexical_postings.add(blocks, chunks)
+    for chunks in lexical_postings.analysed_pages(rows_after, languages=languages):
+        d.set_lengths(cur, [(i, len(t)) for i, t, _ in chunks])
+        if languages:
+            set_languages(d, cur, [(i, language) for i, _, language in chunks])
+        lexical_postings.add(blocks, [(i, t) for i, t, _ in chunks])
         count += len(chunks)
     blocks.drop_unused_terms(old_terms)
     return count
+
+
+def set_languages(d: Dialect, cur: Cursor, languages: Sequence[tuple[int, str]]) -> None:
+    """Record the language each chunk was analysed in (``rebuild``)."""
+    cur.executemany(d.sql("UPDATE chunks SET language = ? WHERE id = ?"), [(lang, i) for i, lang in languages])
 
 
 def restem(d: Dialect, cur: Cursor) -> None:
@@ -80,7 +91,7 @@ def restem(d: Dialect, cur: Cursor) -> None:
     for n, (app_id,) in enumerate(apps):
         if n == 0:
             log.warning(lexical_postings.RESTEM_NOTICE)
-        rebuild(d, cur, int(app_id))
+        rebuild(d, cur, int(app_id), languages=False)  # the language column comes in a later migration
         cur.execute(d.sql("UPDATE apps SET generation = generation + 1 WHERE id = ?"), (app_id,))
 
 

@@ -27,7 +27,7 @@ _ITEM_COLUMNS = {
 }
 _MESSAGE_COLUMNS = ("session_id", "position", "role", "content", "time")
 _CHUNK_COLUMNS = ("id", "app_id", "session_id", "fact_id", "position", "view", "roles", "first_turn", "last_turn",
-                  "text", "date", "n_tokens", "lex_len", "in_lexical")
+                  "text", "date", "n_tokens", "lex_len", "in_lexical", "language")
 
 
 def table(kind: str) -> str:
@@ -71,7 +71,7 @@ def _chunk_row(d: Dialect, app_id: int, kind: str, item_pk: int, chunk_id: int, 
     return (
         chunk_id, app_id, item_pk if kind == "session" else None, item_pk if kind == "fact" else None,
         c.position, enc(c.view), enc(",".join(c.roles)), c.first_turn, c.last_turn, enc(c.text),
-        date, c.n_tokens, len(item.terms) if c.lexical else 0, bool(c.lexical),
+        date, c.n_tokens, len(item.terms) if c.lexical else 0, bool(c.lexical), item.language,
         *d.vector_values(vector), enc(c.embed_text) if c.dense else None,
     )
 
@@ -113,13 +113,15 @@ def insert_items(
     return indexed
 
 
-def lexical_chunks(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> list[tuple[int, str, int]]:
-    """(chunk id, text, BM25 length) of an item's chunks that have postings."""
+def lexical_chunks(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> list[tuple[int, str, int, str]]:
+    """(chunk id, text, BM25 length, language analysed in) of an item's chunks that have postings
+    (English where none was recorded: chunks stored before languages were)."""
     rows = cur.execute(
-        d.sql(f"SELECT id, text, lex_len FROM chunks WHERE {CHUNK_COLUMNS[kind]} = ? AND {d.in_lexical} ORDER BY id"),
+        d.sql(f"SELECT id, text, lex_len, language FROM chunks WHERE {CHUNK_COLUMNS[kind]} = ? AND {d.in_lexical} "
+              "ORDER BY id"),
         (item_pk,),
     ).fetchall()
-    return [(int(i), d.from_db(t), int(n)) for i, t, n in rows]
+    return [(int(i), d.from_db(t), int(n), language or "en") for i, t, n, language in rows]
 
 
 def delete_item_row(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> None:
@@ -227,6 +229,17 @@ def _roles(stored: str | None) -> tuple[str, ...]:
     return tuple(stored.split(",")) if stored else ()
 
 
+def chunks_in_other_languages(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int],
+                              language: str) -> set[int]:
+    """The app's chunks among the ids whose recorded language is not ``language`` (NULL: English)."""
+    out: set[int] = set()
+    for test, params in d.in_list("id", d.bigints(chunk_ids), "bigint"):
+        rows = cur.execute(d.sql(f"SELECT id FROM chunks WHERE {test} AND app_id = ? AND coalesce(language, 'en') <> ?"),
+                           (*params, app_id, language)).fetchall()
+        out.update(int(r[0]) for r in rows)
+    return out
+
+
 def fetch_chunks(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
     out: dict[int, ChunkRow] = {}
     text = d.from_db
@@ -256,13 +269,18 @@ def _vector(stored: Any) -> np.ndarray | None:
 
 def sample_chunk(d: Dialect, cur: Cursor, app_id: int) -> SampleChunk | None:
     row = cur.execute(
-        d.sql(f"SELECT id, text, {d.vector_columns[0]}, in_lexical, embed_text FROM chunks WHERE app_id = ? "
+        d.sql(f"SELECT id, text, {d.vector_columns[0]}, in_lexical, embed_text, language FROM chunks WHERE app_id = ? "
               "ORDER BY id DESC LIMIT 1"),
         (app_id,),
     ).fetchone()
     if row is None:
         return None
-    return SampleChunk(int(row[0]), d.from_db(row[1]), _vector(row[2]), bool(row[3]), d.from_db(row[4]))
+    return SampleChunk(int(row[0]), d.from_db(row[1]), _vector(row[2]), bool(row[3]), d.from_db(row[4]), row[5] or "en")
+
+
+def language_counts(d: Dialect, cur: Cursor, app_id: int) -> dict[str | None, int]:
+    rows = cur.execute(d.sql("SELECT language, count(*) FROM chunks WHERE app_id = ? GROUP BY language"), (app_id,))
+    return {language: int(n) for language, n in rows.fetchall()}
 
 
 def item_chunks(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> list[StoredChunk]:

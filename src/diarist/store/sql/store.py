@@ -292,6 +292,19 @@ class SQLStore(Store):
             app_id = self._app_id(cur, app)
             return {} if app_id is None else records.fetch_chunks(self.dialect, cur, app_id, chunk_ids)
 
+    def chunks_in_other_languages(self, app: str, chunk_ids: Sequence[int], language: str) -> set[int]:
+        if not len(chunk_ids):
+            return set()
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return set() if app_id is None else records.chunks_in_other_languages(
+                self.dialect, cur, app_id, chunk_ids, language)
+
+    def language_counts(self, app: str) -> dict[str | None, int]:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return {} if app_id is None else records.language_counts(self.dialect, cur, app_id)
+
     def sample_chunk(self, app: str) -> SampleChunk | None:
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)

