@@ -110,7 +110,7 @@ def test_a_postgresql_database_stored_before_titles_waits_for_reindex(pg_server,
         _stored_before_titles(memory, "v")
     with pg_server.connect() as conn:  # the schema before migration 6
         conn.execute(f'ALTER TABLE "{schema}".apps DROP COLUMN titles_indexed')
-        conn.execute(f'DELETE FROM "{schema}".diarist_schema WHERE version = 6')
+        conn.execute(f'DELETE FROM "{schema}".diarist_schema WHERE version >= 6')  # the later ones rerun too
     with Memory(url, embedder="hash") as memory:
         assert "run: diarist reindex" in memory.app_stats("v")["titles"]
         assert not _found_by_name(memory, "v")
