@@ -7,7 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
+from click.testing import CliRunner
 
+from diarist.cli import main
 from diarist.memory import Memory
 from diarist.read.lines import line_digest, unit_rows
 from diarist.read.trim import lines_of
@@ -31,6 +34,11 @@ def _add(memory: Memory, app: str = "me") -> None:
 def _rows(path: Path) -> int:
     with sqlite3.connect(path) as conn:
         return conn.execute("SELECT count(*) FROM line_vectors").fetchone()[0]
+
+
+def _chunks(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
 
 def _lines_of_chunks(path: Path) -> int:
@@ -87,8 +95,11 @@ def test_reindex_gives_a_database_from_before_line_vectors_its_lines(tmp_path: P
         assert _rows(path) == 0
         memory.context(QUESTIONS[0], app="me")
         assert memory._line_vectors.embedded > 0  # the trim embeds, as it did before
-        memory.reindex("me")
-        assert _rows(path) == _lines_of_chunks(path) > 0
+    done = CliRunner().invoke(main, ["reindex", "--db", str(path), "--app", "me"], env={"DIARIST_DB": ""})
+    assert done.exit_code == 0, done.output
+    assert f"stored the lines' vectors of {_chunks(path)} chunks of app 'me'" in done.output
+    assert _rows(path) == _lines_of_chunks(path) > 0
+    with Memory(path) as memory:
         assert memory.index_lines("me") == 0  # nothing left to do
     with Memory(path) as memory:
         memory.context(QUESTIONS[0], app="me")
@@ -115,3 +126,23 @@ def test_the_embedding_cache_gives_a_line_the_same_bytes_and_embeds_it_once(tmp_
             del cached.embedder.embed_passages
         assert calls == []  # the ingest cached them
     cache.close()
+
+
+def test_postgresql_stores_finds_backfills_and_forgets_lines_as_sqlite_does(pg_server, tmp_path: Path):
+    pytest.importorskip("psycopg")
+    url = pg_server.new_url("lines")
+    digest = line_digest("My cat Miso hid under the porch.")
+    with Memory(url, store_lines=False) as memory:  # chunks stored without lines, as before them
+        _add(memory)
+        assert memory.store.line_vectors("me", [digest]) == {}
+    with Memory(url) as memory, Memory(tmp_path / "a.sqlite") as reference:
+        assert memory.index_lines("me") == memory.store.counts("me").chunks
+        _add(reference)
+        assert np.array_equal(memory.store.line_vectors("me", [digest])[digest],
+                              reference.store.line_vectors("me", [digest])[digest])
+        for question in QUESTIONS:
+            assert str(memory.context(question, app="me")) == str(reference.context(question, app="me"))
+        assert memory._line_vectors.embedded == 0
+        memory.delete("s0", app="me")
+        assert memory.store.line_vectors("me", [digest]) == {}
+        assert memory.store.chunks_without_lines("me", 0, 10) == []
