@@ -4,6 +4,7 @@ nothing to off-topic coding prompts.
     nice -n 5 python benchmarks/hook_latency.py [--prompts 50] [--sizes 10000,100000] \
         [--main /work/main/src] [--workdir /tmp/diarist-hook-bench] [--out benchmarks/results/hooks/latency.json]
     python benchmarks/hook_latency.py --startup-only 30 --out benchmarks/results/hooks/startup.json
+    nice -n 5 python benchmarks/hook_latency.py --breakdown [--prompts 50] --out benchmarks/results/hooks/breakdown.json
 
 Latency: each variant is a new process timed from its start to its exit (its output read), for
 each of ``--prompts`` LongMemEval questions, the variants' order rotating from prompt to prompt
@@ -226,6 +227,55 @@ def startup(runs: int, out: str | None, main_src: str) -> int:
     return 0
 
 
+def breakdown(work: Path, size: int, prompts: list[str], out: str | None) -> int:
+    """Where a hook's time goes, per prompt, side by side: the hook (process start to output);
+    the same hook on a database that does not exist (Python's start, the hook's imports, its
+    argument and payload reading: everything but the request); ``python -c pass``; the request
+    alone from a warm process (``client.context``: socket, HTTP, the resident's work); and the
+    resident's work alone, in this process (``Memory.context`` on the same memory, and its parts:
+    the question's embedding, the search)."""
+    import time
+
+    from diarist.agents import client
+    from diarist.memory import Memory
+
+    data_dir, path = work / "data", work / f"memory_{size}.sqlite"
+    os.environ["XDG_DATA_HOME"] = str(data_dir)  # where client.context finds the key and the socket
+    store_key(path, data_dir)
+    resident = start_resident(path, data_dir)
+    names = ("hook", "hook, no database (the floor of the hook's process)", "python -c pass",
+             "request from a warm process", "Memory.context in-process", "of which: question embedding",
+             "of which: search")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    try:
+        memory = Memory(path, create=False)
+        memory.context("warm up", app=APP)
+        for prompt in prompts:
+            times[names[0]].append(timed(hook_command(path), env_for(data_dir), payload(prompt))[0])
+            times[names[1]].append(timed(hook_command(work / "absent.sqlite"), env_for(data_dir), payload(prompt))[0])
+            times[names[2]].append(timed([sys.executable, "-c", "pass"], env_for(data_dir))[0])
+            for name, call in ((names[3], lambda: client.context(str(path), APP, prompt, budget_tokens=1000, timeout=60)),
+                               (names[4], lambda: memory.context(prompt, app=APP, budget_tokens=1000)),
+                               (names[5], lambda: memory.embedder.embed_query([prompt])),
+                               (names[6], lambda: memory.search(prompt, app=APP, k=10))):
+                start = time.perf_counter()
+                call()
+                times[name].append((time.perf_counter() - start) * 1000)
+        memory.close()
+    finally:
+        resident.send_signal(signal.SIGINT)
+        resident.wait(timeout=60)
+    result = {"size": size, "prompts": len(prompts), "machine": {"cpus": os.cpu_count(), "load_at_end": os.getloadavg()},
+              "latency": {name: summary(t) for name, t in times.items()}}
+    lines = [f"| {size // 1000}k chunks | p50 ms | p90 ms | n |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {v['p50_ms']} | {v['p90_ms']} | {v['n']} |" for name, v in result["latency"].items()]
+    print("\n".join(lines))
+    if out:
+        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+        Path(out).with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=50)
@@ -235,9 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--startup-only", type=int, metavar="RUNS", default=0,
                         help="measure start-up alone (RUNS runs of each command) and stop")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="where the hook's time goes on the largest memory (built before), and stop")
     args = parser.parse_args(argv)
     if args.startup_only:
         return startup(args.startup_only, args.out, args.main)
+    if args.breakdown:
+        import scale
+
+        records = json.loads(__import__("gzip").open(scale.LONGMEMEVAL, "rt").read())
+        prompts = list(dict.fromkeys(r["question"] for r in records))[: args.prompts]
+        return breakdown(Path(args.workdir), max(int(s) for s in args.sizes.split(",")), prompts, args.out)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     data_dir, cold_dir = work / "data", work / "cold-data"  # cold: no key, so no resident process
