@@ -512,6 +512,32 @@ class StoreContract:
         assert store.get_item(A, "session", "s1") is not None
         assert LexicalChannel(store).status(A) is None
 
+    def test_line_vectors_are_found_by_digest_inside_the_app_and_go_with_their_chunks(self, store: Store) -> None:
+        if not store.keeps_lines:
+            pytest.skip(f"{type(store).__name__} keeps no line vectors")
+        rng = np.random.default_rng(7)
+        vec = {name: rng.standard_normal(DIM).astype(np.float32) for name in ("a", "b", "c")}
+        kept, doomed = session("s1", "keep me"), session("s2", "remove me", "and me")
+        kept[1][0].lines = [(b"a" * 16, vec["a"])]
+        doomed[1][0].lines = [(b"b" * 16, vec["b"]), (b"c" * 16, vec["c"])]
+        store.put_items(A, [kept, doomed])
+        found = store.line_vectors(A, [b"a" * 16, b"b" * 16, b"c" * 16, b"x" * 16])
+        assert found.keys() == {b"a" * 16, b"b" * 16, b"c" * 16}
+        assert all(np.array_equal(found[d * 16], vec[d.decode()]) for d in (b"a", b"b", b"c"))  # byte for byte
+        assert store.line_vectors(B, [b"a" * 16]) == {}  # another app's lines are not found
+        assert store.delete_item(A, "session", "s2") is True
+        assert store.line_vectors(A, [b"a" * 16, b"b" * 16, b"c" * 16]).keys() == {b"a" * 16}
+        # Chunks stored without lines are listed and get theirs once; a chunk of another app is passed over.
+        store.put_items(A, [session("s3", "later")])
+        (late,) = [i for i, r in store.fetch_chunks(A, ids_of(store, A)).items() if r.session_id == "s3"]
+        assert store.chunks_without_lines(A, 0, 10) == [(late, "later")]
+        store.put_items(B, [session("s4", "elsewhere")])
+        (other,) = ids_of(store, B)
+        assert store.put_line_vectors(A, [(late, [(b"d" * 16, vec["a"])]), (other, [(b"e" * 16, vec["b"])])]) == 1
+        assert store.put_line_vectors(A, [(late, [(b"f" * 16, vec["c"])])]) == 0  # it has its lines
+        assert store.chunks_without_lines(A, 0, 10) == [] and store.line_vectors(B, [b"e" * 16]) == {}
+        assert store.delete_app(A) and store.line_vectors(A, [b"a" * 16, b"d" * 16]) == {}
+
     def test_list_items_pages_in_the_order_last_stored(self, store: Store) -> None:
         store.put_items(A, [session("s3", "c", date="2024-01-03")])
         store.put_items(A, [session("s1", "a", date="2024-01-01"), fact("f1", "a fact"),

@@ -103,8 +103,20 @@ def test_the_resident_process_answers_with_the_apps_key_and_no_other(home, resid
 
 
 @pytest.mark.slow
+def test_a_hook_answered_by_the_resident_process_imports_nothing_it_does_not_need(home, resident):
+    """The hook's process is most of a prompt's time: numpy, the model, and pathlib (a fifth of the
+    process under load) stay out of it when the resident process answers."""
+    command = [sys.executable, "-X", "importtime", "-m", "diarist.agents.hook", "claude-code", "UserPromptSubmit",
+               "--db", resident]
+    done = subprocess.run(command, input=json.dumps(PROMPT), text=True, capture_output=True,
+                          env=env_of(home, DIARIST_HOOK_RESIDENT="0"), timeout=120)
+    assert "iteratively" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "json" in imported and "socket" in imported  # what it needs (and the check reads the trace)
+    assert not imported & {"pathlib", "numpy", "onnxruntime", "diarist.memory"}, imported & {"pathlib", "numpy"}
 
 
+@pytest.mark.slow
 def test_without_a_resident_process_the_hook_answers_in_process_and_starts_one(home):
     location = str(home / "memory.sqlite")
     done = hook(home)

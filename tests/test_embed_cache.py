@@ -36,8 +36,8 @@ def test_a_shared_cache_stays_open_when_a_memory_closes(tmp_path) -> None:
         memory = Memory(tmp_path / f"{name}.sqlite", embedder="hash", embed_cache=cache)
         memory.add_session([{"role": "user", "content": f"session {name}"}], app="a")
         memory.close()
-    assert len(cache) == 2
+    assert len(cache) == 4  # each session: its chunk's int8 vector and its one line's float32 vector
     owned = Memory(tmp_path / "three.sqlite", embedder="hash", embed_cache=tmp_path / "own.sqlite")
     owned.add_session([{"role": "user", "content": "mine"}], app="a")
     owned.close()
-    assert len(EmbeddingCache(tmp_path / "own.sqlite")) == 1
+    assert len(EmbeddingCache(tmp_path / "own.sqlite")) == 2  # the chunk's vector and its line's

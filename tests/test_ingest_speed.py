@@ -41,7 +41,8 @@ def test_a_long_note_is_tokenized_once_per_stage(tmp_path):
     embedder = CountingEmbedder()
     paragraphs = [_paragraph(n) for n in range(30)]  # 14 tokens each: ~4 to a 64-token chunk
     note = "\n\n".join(paragraphs)  # one message far over the window: split by paragraph
-    memory = Memory(str(tmp_path / "m.sqlite"), embedder=embedder)
+    # The chunks' path alone: the lines' vectors (store_lines) read each line once more.
+    memory = Memory(str(tmp_path / "m.sqlite"), embedder=embedder, store_lines=False)
     report = memory.add_sessions([{"session_id": "kiln", "messages": [{"role": "user", "content": note}]}])
     memory.close()
     assert embedder.tokenized[note] == 1  # the message, counted once to learn it must be split

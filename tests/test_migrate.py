@@ -29,6 +29,8 @@ from diarist.importers.locomo import locomo_sessions
 from diarist.keys import KeyStore
 from diarist.memory import Memory
 from diarist.migrate import MigrationFailed, migrate, same_ranking
+from diarist.read.lines import line_digest
+from diarist.read.trim import lines_of
 from diarist.store.base import StoredChunk
 from diarist.store.sqlite import SQLiteStore
 
@@ -123,6 +125,16 @@ def test_sqlite_to_postgresql_and_back(pg_server: Any, tmp_path: Path) -> None:
             for other in others:
                 assert [h[:2] for h in other] == [h[:2] for h in first], question
                 assert np.allclose([h[2] for h in other], [h[2] for h in first], rtol=0, atol=1e-9)
+        # The lines' vectors come along, byte for byte: no chunk waits for `reindex` to get them.
+        for m in mems:
+            assert m.store.chunks_without_lines("locomo", 0, 10) == [] and m.store.chunks_without_lines("notes", 0, 10) == []
+        texts = [r.text for r in mems[0].store.fetch_chunks("locomo", mems[0].store.read_vectors("locomo").ids[:20].tolist()).values()]
+        digests = [line_digest(line) for text in texts for line in lines_of(text)]
+        want_lines = mems[0].store.line_vectors("locomo", digests)
+        assert len(want_lines) == len(set(digests)) > 0
+        for m in mems[1:]:
+            got = m.store.line_vectors("locomo", digests)
+            assert got.keys() == want_lines.keys() and all(np.array_equal(got[d], want_lines[d]) for d in got)
         # With no deletes in it, the LoCoMo app even keeps its chunk ids.
         assert [m.store.read_vectors("locomo").ids.tolist() for m in mems[1:]] == \
             [mems[0].store.read_vectors("locomo").ids.tolist()] * 2

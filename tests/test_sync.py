@@ -21,6 +21,7 @@ import diarist.importers.sync as sync_module
 from diarist.cli import main
 from diarist.embed.hashing import HashEmbedder
 from diarist.memory import Memory
+from diarist.read.trim import lines_of
 from export_shapes import chatgpt_conversation
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -75,7 +76,8 @@ def test_resync_of_500_notes_reads_and_embeds_only_the_3_edited_and_forgets_the_
     with Memory(db, embedder=embedder) as mem:
         first = mem.sync(vault, app="v")
         assert len(first.added) == 500 and len(first.sessions_added) == 500 and not first.failed
-        assert len(embedder.embedded) == 500
+        chunks = [t for t in embedder.embedded if "\n" in t]  # the rest: their lines (Memory's store_lines), once each
+        assert len(chunks) == 500 and len(embedder.embedded) == 500 + len({x for c in chunks for x in lines_of(c)})
         assert secret in mem.search("gate code quokka", app="v", k=1)[0].text
         assert secret.encode() in _database_bytes(db), "the grep below sees stored text"
 
@@ -96,7 +98,8 @@ def test_resync_of_500_notes_reads_and_embeds_only_the_3_edited_and_forgets_the_
         assert sorted(second.changed) == edited and second.deleted == ["d7/n7.md"] and second.unchanged == 496
         assert sorted(opened) == ["n11.md", "n22.md", "n33.md"], "unchanged files are not opened; a changed one once"
         assert sorted(parsed) == ["n11.md", "n22.md", "n33.md"]
-        assert len(embedder.embedded) == 3 and all("heron" in t for t in embedder.embedded), embedder.embedded
+        # Each edited note's chunk and its one new line; its other lines are read from the store.
+        assert len(embedder.embedded) == 6 and all("heron" in t for t in embedder.embedded), embedder.embedded
         assert second.items_deleted == ["session d7/n7.md"] and sorted(second.sessions_replaced) == edited
         assert "deleted d7/n7.md (1 memories)" in lines and "changed d1/n11.md (1 sessions)" in lines
         assert mem.store.counts("v").sessions == 499

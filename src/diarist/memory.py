@@ -33,8 +33,8 @@ from .read.budget import BlockOptions, Draft, check_options, finish
 from .read.cut import CutParams
 from .read.lines import AUTO as AUTO_TRIM
 from .read.lines import NAMED as NAMED_LINES
-from .read.lines import TRIM_NAMES, LinesParams, LineVectors, unit_rows
-from .read.trim import TrimParams
+from .read.lines import TRIM_NAMES, LinesParams, LineVectors, StoredLines, line_digest, unit_rows
+from .read.trim import TrimParams, lines_of
 from .read.floor import Floor
 from .read.search import (Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search,
                           stage_named)
@@ -88,6 +88,9 @@ class Memory:
     ``embedder`` and ``plan`` default to what the database records, else to the defaults of
     ``diarist.settings``; naming others than the recorded ones raises ``EmbedderMismatch`` or
     ``PlanMismatch``. ``create=False`` refuses a database that does not exist yet.
+    ``store_lines``: write the vectors of each chunk's lines with it (the block's trim reads them,
+    so a question embeds only itself; about twice the embedding work at ingest); False leaves the
+    trim to embed the lines it shows, at query time.
     """
 
     def __init__(
@@ -114,6 +117,7 @@ class Memory:
         dense: str = "auto",
         group: bool = settings.GROUP_BY_MEMORY,
         cut: str | CutParams | None = settings.CUT,
+        store_lines: bool = True,
     ):
         _check_search_numbers({"depth": depth, "rrf_k": rrf_k, "k1": k1, "b": b, "lexical": lexical_fusion,
                                "rerank_depth": rerank_depth})
@@ -133,6 +137,10 @@ class Memory:
             raise
         self.chunk_tokens = chunk_tokens
         self.index_lexical = index_lexical
+        if not isinstance(store_lines, bool):
+            self.store.close()
+            raise ConfigError(f"store_lines must be True or False, got {shown(store_lines)}")
+        self.store_lines = store_lines and self.store.keeps_lines
         # The lab's hook: a function messages -> chunks used instead of the plan's chunking.
         self._chunker = chunker
         # A cache given as a path is this memory's to close; a cache object is the caller's.
@@ -152,7 +160,7 @@ class Memory:
         self.keys = KeyStore(self.store)
         self._owns_store = True
         # The lines-by-meaning trim's vectors, kept across questions (shared with derived memories).
-        self._line_vectors = LineVectors(self.embedder.embed_passages)  # lines are stored text, as chunks are
+        self._line_vectors = LineVectors(self._embed_lines)
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -291,33 +299,78 @@ class Memory:
     def _embed_int8(
         self, texts: Sequence[str], progress: Callable[[int], None] | None,
         known: dict[str, np.ndarray] | None = None, counts: dict[str, int] | None = None,
+        floats: dict[str, np.ndarray] | None = None,
     ) -> np.ndarray:
         """int8 vectors of texts; ``known`` (text -> vector) is used first and filled in;
-        ``counts`` (text -> tokens, from the chunker) spares the embedder counting them again."""
+        ``counts`` (text -> tokens, from the chunker) spares the embedder counting them again;
+        ``floats`` is filled with the float vectors of the texts embedded here (a chunk of one
+        line is its own line: its line's vector is not computed twice)."""
         if known is not None:
             missing = [t for t in dict.fromkeys(texts) if t not in known]
-            known.update(zip(missing, self._embed_int8(missing, progress, counts=counts)))
+            known.update(zip(missing, self._embed_int8(missing, progress, counts=counts, floats=floats)))
             return np.stack([known[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.int8)
         if not texts:
             return np.zeros((0, self.embedder.dim), np.int8)
         unique = list(dict.fromkeys(texts))
         if len(unique) < len(texts):  # identical texts (a repeated paragraph, a template) embedded once
-            rows = dict(zip(unique, self._embed_int8(unique, progress, counts=counts)))
+            rows = dict(zip(unique, self._embed_int8(unique, progress, counts=counts, floats=floats)))
             return np.stack([rows[t] for t in texts])
         if self.cache is not None:
             return self.cache.embed_int8(self.embedder, texts, progress)
         if counts and getattr(self.embedder, "whitespace_splits", False) and all(t in counts for t in texts):
-            return quantize(self.embedder.embed_passages(texts, progress, counts=[counts[t] for t in texts]))
-        return quantize(self.embedder.embed_passages(texts, progress))
+            vectors = self.embedder.embed_passages(texts, progress, counts=[counts[t] for t in texts])
+        else:
+            vectors = self.embedder.embed_passages(texts, progress)
+        if floats is not None:
+            floats.update(zip(texts, np.asarray(vectors, dtype=np.float32)))
+        return quantize(vectors)
 
-    def _index(self, chunks: list[Chunk], vectors: np.ndarray) -> list[IndexedChunk]:
-        """Pair chunks with their vectors (given for the dense chunks only, in order) and terms."""
+    def _index(self, chunks: list[Chunk], vectors: np.ndarray,
+               lines: Sequence[list[tuple[bytes, np.ndarray]]] | None = None) -> list[IndexedChunk]:
+        """Pair chunks with their vectors (given for the dense chunks only, in order), terms and
+        lines' vectors (given for every chunk, or None)."""
         out, dense = [], iter(vectors)
-        for c in chunks:
+        for n, c in enumerate(chunks):
             vector = next(dense) if c.dense else None
             terms, language = lexical.analyze_passage(c.text) if c.lexical else ([], lexical.detect(c.text))
-            out.append(IndexedChunk(chunk=c, vector=vector, terms=terms, language=language))
+            out.append(IndexedChunk(chunk=c, vector=vector, terms=terms, language=language,
+                                    lines=lines[n] if lines is not None else ()))
         return out
+
+    def _embed_lines(self, lines: list[str]) -> np.ndarray:
+        """Vectors of lines as stored text (``embed_passages``); through the embedding cache when
+        the memory has one (float32, the same bytes: the lab's runs embed a line once)."""
+        embed_float32 = getattr(self.cache, "embed_float32", None)
+        if embed_float32 is not None:
+            return embed_float32(self.embedder, lines)
+        return self.embedder.embed_passages(lines)
+
+    def _stored_lines(self, app: str) -> StoredLines:
+        """The lookup of lines' vectors in the app's stored chunks (the trim's and the writes')."""
+        def lookup(lines: Sequence[str]) -> dict[str, np.ndarray]:
+            digests = {line_digest(line): line for line in lines}
+            return {digests[d]: v for d, v in self.store.line_vectors(app, list(digests)).items() if d in digests}
+        return lookup
+
+    def _lines_of(self, app: str, texts: Sequence[str],
+                  floats: dict[str, np.ndarray] | None = None) -> list[list[tuple[bytes, np.ndarray]]]:
+        """Per chunk text, its lines as the trim reads them (``read.trim.lines_of``), each with its
+        digest and vector: read from the app's stored chunks when a line is there already (an
+        append re-chunks a session), else taken from ``floats`` (a line that was a whole chunk's
+        text, embedded with the chunks), else embedded; the trim's own memory of lines left as it is."""
+        per_text = [lines_of(text) for text in texts]
+        unique = list(dict.fromkeys(line for lines in per_text for line in lines))
+        if not unique:
+            return [[] for _ in texts]
+        def embed(lines: list[str]) -> np.ndarray:
+            done = floats or {}
+            rest = [line for line in lines if line not in done]
+            new = dict(zip(rest, self._embed_lines(rest))) if rest else {}
+            return np.stack([done[line] if line in done else new[line] for line in lines])
+
+        once = LineVectors(embed, capacity=0)  # the same rule as the trim's, keeping nothing
+        vectors = dict(zip(unique, once(unique, self._stored_lines(app))))
+        return [[(line_digest(line), vectors[line]) for line in lines] for lines in per_text]
 
     def _write(
         self,
@@ -334,12 +387,16 @@ class Memory:
         # A chunk whose vector reads all of it was counted by diarist's chunker: its count is its text's.
         counts = {} if self._chunker is not None else {
             c.text: c.n_tokens for _, chunks in todo for c in chunks if c.dense and c.embed_text is None}
-        vectors = self._embed_int8(texts, progress, known, counts)
-        items, start = [], 0
+        floats: dict[str, np.ndarray] | None = {} if self.store_lines else None
+        vectors = self._embed_int8(texts, progress, known, counts, floats)
+        lines = self._lines_of(app, [c.text for _, chunks in todo for c in chunks], floats) if self.store_lines else None
+        items, start, at = [], 0, 0
         for item, chunks in todo:
             n_dense = sum(c.dense for c in chunks)
-            items.append((item, self._index(chunks, vectors[start : start + n_dense])))
+            items.append((item, self._index(chunks, vectors[start : start + n_dense],
+                                            lines[at : at + len(chunks)] if lines is not None else None)))
             start += n_dense
+            at += len(chunks)
         self.store.put_items(app, items, expect=expect, archive=archive)
         self.dense.purge(app)  # a replace removed the old chunks' vectors
         if not self.index_lexical and items:
@@ -604,8 +661,10 @@ class Memory:
             raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
         cut = self.cut if self.settings.group else None
         options = BlockOptions(self.embedder.count_tokens, budget, order, min_score, relative_cut, cut, trim)
-        draft = Draft(options, lines_of_vector=lambda vector: self._line_cosines(query, vector),
-                      line_vectors=self._line_vectors if cut is not None else None)  # marks by meaning: the calibrated model
+        stored = self._stored_lines(app)
+        marks_vectors = (lambda lines: self._line_vectors(lines, stored)) if cut is not None else None
+        draft = Draft(options, lines_of_vector=lambda vector: self._line_cosines(query, vector, app),
+                      line_vectors=marks_vectors)  # marks by meaning: the calibrated model, stored lines first
         try:  # the draft joins the read as its first stage after the search's own
             results = self.search(query, app=app, k=k, previous=previous, explain=explain, now=now,
                                   after=[draft, "cut", "trim", "budget"])
@@ -613,18 +672,21 @@ class Memory:
             return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
         return finish(draft, results._trace, results.notes)
 
-    def _line_cosines(self, query: str, vector: np.ndarray | None = None) -> Callable[[Sequence[str]], np.ndarray]:
+    def _line_cosines(self, query: str, vector: np.ndarray | None = None,
+                      app: str | None = None) -> Callable[[Sequence[str]], np.ndarray]:
         """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim):
         against ``vector``, the search's own vector of it, else one embedded on first use (an
-        empty block needs no line)."""
+        empty block needs no line). The lines' vectors are read from ``app``'s stored chunks
+        where they are there (None: every line is embedded)."""
         vectors, question = self._line_vectors, [] if vector is None else [unit_rows(vector[None, :])[0]]
+        stored = self._stored_lines(app) if app is not None else None
 
         def cosines(lines: Sequence[str]) -> np.ndarray:
             if not lines:
                 return np.zeros(0)
             if not question:
                 question.append(unit_rows(self.embedder.embed_query([query]))[0])
-            return vectors(list(lines)) @ question[0]
+            return vectors(list(lines), stored) @ question[0]
         return cosines
 
     def with_context(
@@ -810,13 +872,31 @@ class Memory:
     def reindex(self, app: str) -> int:
         """Rebuild an app's lexical index from its stored text (and its dense graph, if any),
         after re-chunking its titled items if they were stored before titles were indexed
-        (``index_titles``). Returns the chunks the lexical index holds."""
+        (``index_titles``) and storing the lines' vectors of chunks stored without them
+        (``index_lines``). Returns the chunks the lexical index holds."""
         app = check_app(app)
         self._require_app(app)
         self.index_titles(app)
+        self.index_lines(app)
         indexed = self.store.rebuild_lexical(app)
         self.dense.rebuild(app)
         return indexed
+
+    def index_lines(self, app: str, batch: int = 256) -> int:
+        """Store the vectors of the lines of an app's chunks stored without them (before the
+        store kept them, or by a memory opened with ``store_lines=False``), a batch of chunks at
+        a time, each landing whole. Returns how many chunks got their lines (0: none lacked
+        them; a store that keeps no line vectors: 0)."""
+        app = check_app(app)
+        self._require_app(app)
+        if not self.store.keeps_lines:
+            return 0
+        done, after = 0, 0
+        while page := self.store.chunks_without_lines(app, after, batch):
+            lines = self._lines_of(app, [text for _, text in page])
+            done += self.store.put_line_vectors(app, [(chunk_id, rows) for (chunk_id, _), rows in zip(page, lines)])
+            after = page[-1][0]
+        return done
 
     def index_titles(self, app: str, batch: int = 64) -> int:
         """Re-chunk and re-embed an app's titled sessions stored before titles were indexed, so

@@ -211,7 +211,10 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
             if app != batch_app or len(batch) >= BATCH_ITEMS or batch_chunks >= BATCH_CHUNKS:
                 flush()
                 batch_app = app
-            batch.append((item, [_indexed(c) for c in chunks]))
+            indexed = [_indexed(c) for c in chunks]
+            for one, lines in zip(indexed, _lines(src, app, chunks)):
+                one.lines = lines
+            batch.append((item, indexed))
             batch_chunks += len(chunks)
             versions = src.item_history(app, item.kind, item.external_id)
             if versions:
@@ -265,6 +268,17 @@ def _indexed(chunk: StoredChunk) -> IndexedChunk:
     c = chunk.chunk
     terms, language = lexical.analyze_passage(c.text) if c.lexical else ([], lexical.detect(c.text))
     return IndexedChunk(c, chunk.vector, terms, language)
+
+
+def _lines(src: Store, app: str, chunks: list[StoredChunk]) -> list[list[tuple[bytes, Any]]]:
+    """Each chunk's lines' vectors as SRC holds them, when it holds all of them (else none:
+    ``diarist reindex`` gives them to it, as to a chunk stored before they were kept)."""
+    from .read.lines import line_digest
+    from .read.trim import lines_of
+
+    digests = [[line_digest(line) for line in lines_of(c.chunk.text)] for c in chunks]
+    found = src.line_vectors(app, [d for each in digests for d in each])
+    return [[(d, found[d]) for d in each] if all(d in found for d in each) else [] for each in digests]
 
 
 def _copy_key(dst: Store, key: KeyRecord, hashes: dict[int, str], where: str) -> None:

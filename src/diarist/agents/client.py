@@ -9,7 +9,7 @@ import json
 import os
 import socket
 
-from .paths import key_id, keys_file, socket_path
+from .paths import key_id, keys_file_name, socket_name
 
 #: Facts listed at most, to find the newest (a memory of more shows the newest of these).
 MAX_LISTED = 2000
@@ -33,7 +33,7 @@ def quote(text: str) -> str:
 def read_key(location: str, app: str) -> str | None:
     """The key ``hooks install`` stored for this database and app, if any."""
     try:
-        with open(keys_file(), encoding="utf-8") as f:
+        with open(keys_file_name(), encoding="utf-8") as f:
             return json.load(f).get(key_id(location, app))
     except (OSError, ValueError, AttributeError):
         return None
@@ -49,7 +49,7 @@ def request(location: str, method: str, path: str, *, key: str, body: dict | Non
     conn.settimeout(timeout)
     try:
         try:
-            conn.connect(os.fspath(socket_path(location)))
+            conn.connect(socket_name(location))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise Unavailable(str(exc)) from None
         conn.sendall(head.encode() + payload)

@@ -291,6 +291,7 @@ class Runner:
         return Memory(
             ":memory:", embedder=self.embedder, plan=self.config.view, embed_cache=self.cache, chunker=chunker,
             reranker=None, floor=None, group=False,  # the configs aggregate chunks to sessions themselves
+            store_lines=False,  # rankings read no line (the context lab's memories store them)
         )
 
     def index(self, items: list[Prepared], part: str) -> Memory:

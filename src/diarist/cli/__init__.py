@@ -54,8 +54,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "vectors (as stored: nothing is re-embedded), the versions `update` kept, API keys, the recorded "
                 "embedder and index plan."),
     "models": ("diarist.cli.models", "Optional embedding models (the default, MiniLM, needs no install)."),
-    "reindex": ("diarist.cli.commands", "Rebuild an app's indexes from what it stores: titles, BM25 and the HNSW "
-                "graph."),
+    "reindex": ("diarist.cli.commands", "Rebuild an app's indexes from what it stores: titles, line vectors, BM25 "
+                "and the HNSW graph."),
     "restore": ("diarist.cli.backup", "Put the backup SRC in place of the database (--db)."),
     "search": ("diarist.cli.commands", "Search memory: the k best memories (each session, note or fact once, with "
                "its best passages); each hit shows its rank in the dense and lexical channels."),

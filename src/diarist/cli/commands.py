@@ -257,17 +257,21 @@ def delete(item_id: str | None, db: str | None, app: str, embedder: str | None, 
 @embedder_option
 @fail_cleanly
 def reindex(db: str | None, app: str, embedder: str | None) -> None:
-    """Rebuild an app's indexes from what it stores: titles, BM25 and the HNSW graph.
+    """Rebuild an app's indexes from what it stores: titles, line vectors, BM25 and the HNSW graph.
 
     First, in a database stored before titles were indexed, its titled items (notes, named
-    conversations) are re-chunked and re-embedded so that both channels read their title. Then
-    the lexical (BM25) index is rebuilt from the stored text, and the HNSW graph (the `ann`
-    extra, large apps) from the stored vectors."""
+    conversations) are re-chunked and re-embedded so that both channels read their title. Chunks
+    stored before their lines' vectors were kept get them (the block's trim reads them, so a
+    question embeds only itself). Then the lexical (BM25) index is rebuilt from the stored text,
+    and the HNSW graph (the `ann` extra, large apps) from the stored vectors."""
     memory = open_memory(db, embedder)
     titled = memory.index_titles(app)
+    lined = memory.index_lines(app)
     n = memory.reindex(app)
     if titled:
         click.echo(f"re-chunked {titled} titled items of app {app!r} with their title line")
+    if lined:
+        click.echo(f"stored the lines' vectors of {lined} chunks of app {app!r}")
     click.echo(f"reindexed {n} chunks of app {app!r}")
 
 

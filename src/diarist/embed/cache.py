@@ -31,6 +31,22 @@ class EmbeddingCache:
             "WITHOUT ROWID"
         )
 
+    def _read(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                part = unique[start : start + 500]
+                marks = ",".join("?" * len(part))
+                found.update(self._conn.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part).fetchall())
+        return found
+
+    def _write(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+            self._conn.execute("COMMIT")
+
     def embed_int8(
         self,
         embedder: Embedder,
@@ -39,17 +55,7 @@ class EmbeddingCache:
     ) -> np.ndarray:
         """int8 vectors for texts, embedding (and storing) only the ones not cached yet."""
         keys = [text_key(embedder.model_id, t) for t in texts]
-        found: dict[bytes, bytes] = {}
-        unique = list(dict.fromkeys(keys))
-        with self._lock:
-            for start in range(0, len(unique), 500):
-                part = unique[start : start + 500]
-                marks = ",".join("?" * len(part))
-                found.update(
-                    self._conn.execute(
-                        f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part
-                    ).fetchall()
-                )
+        found = self._read(keys)
         missing = {k: t for k, t in zip(keys, texts) if k not in found}
         if progress is not None:
             progress(len(texts) - sum(1 for k in keys if k in missing))
@@ -61,14 +67,27 @@ class EmbeddingCache:
                     counts[k] += 1
             vectors = quantize(embedder.embed_passages([missing[k] for k in miss_keys]))
             rows = [(k, v.tobytes()) for k, v in zip(miss_keys, vectors)]
-            with self._lock:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
-                self._conn.execute("COMMIT")
+            self._write(rows)
             found.update(rows)
             if progress is not None:
                 progress(sum(counts.values()))
         return np.stack([np.frombuffer(found[k], dtype=np.int8) for k in keys])
+
+    def embed_float32(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        """float32 vectors of texts, byte for byte as ``embed_passages`` gives them (the
+        lines-by-meaning trim's lines); only the ones not cached yet are embedded. Kept under
+        their own keys: never mistaken for the int8 ones."""
+        keys = [text_key(f"{embedder.model_id}\x00float32", t) for t in texts]
+        found = self._read(keys)
+        missing = {k: t for k, t in zip(keys, texts) if k not in found}
+        if missing:
+            vectors = np.asarray(embedder.embed_passages(list(missing.values())), dtype=np.float32)
+            rows = [(k, v.tobytes()) for k, v in zip(missing, vectors)]
+            self._write(rows)
+            found.update(rows)
+        if not texts:
+            return np.zeros((0, embedder.dim), np.float32)
+        return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys])
 
     def cached(self, keys: Sequence[bytes]) -> set[bytes]:
         """Which keys the cache holds now (other processes' writes included); embeds nothing."""

@@ -18,8 +18,11 @@ memory has a line that close to the question, no memory is shown whole (a questi
 cannot answer gets a few lines, not pages). Nothing here empties a block: the first memory keeps at
 least its best line (the floor and the cut decide emptiness).
 
-The cost is one embedding per line considered, at query time, once: a memory keeps the vectors of
-the lines it has embedded (``LineVectors``, bounded), so a line shown again costs a lookup.
+The lines' vectors are written with their chunks at ingest (``Memory(store_lines=True)``, the
+default; ``diarist reindex`` adds them to chunks stored before), so a question embeds only itself:
+a line is looked up by the digest of its text (``line_digest``). A line the store lacks is
+embedded at query time, once: a memory keeps the vectors of the lines it has embedded or read
+(``LineVectors``, bounded), so a line shown again costs a lookup.
 ``Memory.context`` serves ``POINTERS`` by default (``settings.CONTEXT_TRIM``; "lines" or "none" on
 request). The parameters are fitted on both dev sets by ``benchmarks/context_lines_cv.py``
 (``diarist.settings``: LINES_*, POINTERS_*).
@@ -27,6 +30,7 @@ request). The parameters are fitted on both dev sets by ``benchmarks/context_lin
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -112,9 +116,19 @@ def shown_whole(hit: Hit, params: LinesParams) -> bool:
     return params.first_whole_cosine <= -1 or (cosine is not None and cosine >= params.first_whole_cosine)
 
 
+#: The vectors a store holds for some lines, by line (lines it lacks left out).
+StoredLines = Callable[[Sequence[str]], dict[str, np.ndarray]]
+
+
+def line_digest(line: str) -> bytes:
+    """What a store finds a line's vector by: 16 bytes of BLAKE2b of its text."""
+    return hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class LineVectors:
-    """Unit vectors of the lines one embedder has embedded, the least recently used dropped past
-    ``capacity``: an agent asks many questions of the same memories, and their lines recur."""
+    """Unit vectors of the lines one embedder has embedded or a store gave, the least recently
+    used dropped past ``capacity``: an agent asks many questions of the same memories, and their
+    lines recur."""
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray], capacity: int = settings.LINES_CACHE_LINES):
         if capacity < 0:
@@ -122,27 +136,33 @@ class LineVectors:
         self._embed, self.capacity = embed, capacity
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()  # the server answers from threads
-        self.embedded = 0  # lines embedded so far (the rest were found here)
+        self.embedded = 0  # lines embedded so far (the rest were found here or in a store)
+        self.read = 0  # lines read from a store so far
 
     def __len__(self) -> int:
         return len(self._vectors)
 
-    def __call__(self, lines: Sequence[str]) -> np.ndarray:
+    def __call__(self, lines: Sequence[str], stored: StoredLines | None = None) -> np.ndarray:
+        """The lines' vectors, one row each: kept here, else from ``stored``, else embedded."""
         with self._lock:
             found = {line: self._vectors[line] for line in dict.fromkeys(lines) if line in self._vectors}
             for line in found:
                 self._vectors.move_to_end(line)
         missing = [line for line in dict.fromkeys(lines) if line not in found]
-        if missing:
-            vectors = unit_rows(self._embed(missing))
-            found.update(zip(missing, vectors))
-            with self._lock:
-                self.embedded += len(missing)
-                for line, vector in zip(missing, vectors):
-                    self._vectors[line] = vector
-                    self._vectors.move_to_end(line)
-                while len(self._vectors) > self.capacity:
-                    self._vectors.popitem(last=False)
+        fetched = stored(missing) if missing and stored is not None else {}
+        embedded = [line for line in missing if line not in fetched]
+        new = dict(fetched)
+        if embedded:
+            new.update(zip(embedded, unit_rows(self._embed(embedded))))
+        found.update(new)
+        with self._lock:
+            self.embedded += len(embedded)
+            self.read += len(fetched)
+            for line in missing:
+                self._vectors[line] = new[line]
+                self._vectors.move_to_end(line)
+            while len(self._vectors) > self.capacity:
+                self._vectors.popitem(last=False)
         return np.stack([found[line] for line in lines]) if lines else np.zeros((0, 0), np.float32)
 
 

@@ -81,6 +81,9 @@ class IndexedChunk:
     vector: np.ndarray | None  # int8, normalised before quantisation; None if not dense
     terms: list[str]
     language: str = "en"  # what the terms were analysed as (diarist.lexical.language.detect)
+    # The vectors of the chunk's lines (the lines-by-meaning trim reads them): (digest of the
+    # line's text, its float32 unit vector) per line, in order; empty when the store keeps none.
+    lines: Sequence[tuple[bytes, np.ndarray]] = ()
 
 
 class ChunkRow(NamedTuple):
@@ -295,6 +298,26 @@ class Store(ABC):
     @abstractmethod
     def delete_app(self, app: str) -> bool:
         """Delete everything the app holds; False if it does not exist."""
+
+    #: Whether this store keeps the vectors of chunks' lines (``line_vectors``); one that does
+    #: not leaves the trim to embed the lines it shows.
+    keeps_lines: bool = False
+
+    def line_vectors(self, app: str, digests: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """The float32 vectors stored for lines of the app's chunks, by the digest of the line's
+        text (``diarist.read.lines.line_digest``); a digest not found is left out."""
+        return {}
+
+    def chunks_without_lines(self, app: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """(chunk id, text) of up to ``limit`` of the app's chunks past ``after_id`` whose lines
+        have no stored vectors (stored before the store kept them), in id order."""
+        return []
+
+    def put_line_vectors(self, app: str, chunks: Sequence[tuple[int, Sequence[tuple[bytes, np.ndarray]]]]) -> int:
+        """Store the line vectors of chunks already stored, as (chunk id, lines as in
+        ``IndexedChunk.lines``); a chunk deleted meanwhile, or one that has its lines, is passed
+        over. Returns how many chunks got their lines."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no line vectors")
 
     def titles_indexed(self, app: str) -> bool:
         """Whether the app's titled items were chunked with their title line (write.chunk.title_line).

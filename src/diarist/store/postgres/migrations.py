@@ -183,17 +183,27 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     ALTER TABLE apps ADD COLUMN IF NOT EXISTS titles_indexed boolean NOT NULL DEFAULT true;
     UPDATE apps SET titles_indexed = false WHERE id IN (SELECT DISTINCT app_id FROM sessions);
     """,
-    # (languages) the language each chunk's terms were analysed in, as SQLite's migration of
-    # the same name; NULL until ``diarist reindex`` detects it.
+    # 7: the language each chunk's terms were analysed in, as SQLite's migration 11; NULL until ``diarist reindex`` detects it.
     """
     ALTER TABLE chunks ADD COLUMN IF NOT EXISTS language text;
+    """,
+    # 8: the vectors of chunks' lines, deleted with their chunk (as SQLite's migration 12).
+    """
+    CREATE TABLE IF NOT EXISTS line_vectors (
+        chunk_id bigint NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        app_id bigint NOT NULL,
+        digest bytea NOT NULL,
+        vector bytea NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS line_vectors_chunk ON line_vectors (chunk_id);
+    CREATE INDEX IF NOT EXISTS line_vectors_digest ON line_vectors (app_id, digest);
     """,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``diarist_schema``
 #: belongs to another program.
 TABLES = ("diarist_schema", "meta", "counters", "apps", "sessions", "messages", "facts", "chunks",
-          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions", "synced_files")
+          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions", "synced_files", "line_vectors")
 
 
 def current_version(conn: psycopg.Connection) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 from ...dates import now_iso
 from ...types import Chunk, Message
 from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, ItemVersion, SampleChunk, StoredChunk
+from . import lines
 from .dialect import Cursor, Dialect
 
 TABLES = {"session": "sessions", "fact": "facts"}
@@ -86,7 +87,7 @@ def insert_items(
     pks = {kind: iter(d.new_item_ids(cur, table(kind), sum(1 for i, _ in items if i.kind == kind)))
            for kind in dict.fromkeys(item.kind for item, _ in items)}
     chunk_ids = iter(d.new_chunk_ids(cur, sum(len(chunks) for _, chunks in items)))
-    rows: dict[str, list[tuple]] = {"sessions": [], "facts": [], "messages": [], "chunks": []}
+    rows: dict[str, list[tuple]] = {"sessions": [], "facts": [], "messages": [], "chunks": [], "line_vectors": []}
     indexed: list[list[tuple[int, list[str]]]] = []
     for item, chunks in items:
         pk, date = next(pks[item.kind]), d.to_db(item.date)
@@ -102,12 +103,15 @@ def insert_items(
         for one in chunks:
             chunk_id = next(chunk_ids)
             rows["chunks"].append(_chunk_row(d, app_id, item.kind, pk, chunk_id, one, date))
+            if one.lines:
+                rows["line_vectors"].extend(lines.rows(app_id, [(chunk_id, one.lines)]))
             if one.chunk.lexical:
                 lexical.append((chunk_id, one.terms))
         indexed.append(lexical)
     chunk_columns = (*_CHUNK_COLUMNS, *d.vector_columns, "embed_text")
     for name, columns in (("sessions", _ITEM_COLUMNS["session"]), ("facts", _ITEM_COLUMNS["fact"]),
-                          ("messages", _MESSAGE_COLUMNS), ("chunks", chunk_columns)):
+                          ("messages", _MESSAGE_COLUMNS), ("chunks", chunk_columns),
+                          ("line_vectors", lines.COLUMNS)):
         if rows[name]:
             d.insert_rows(cur, name, columns, rows[name])
     return indexed

@@ -37,7 +37,7 @@ from ..base import (
     SyncedFile,
     VectorBatch,
 )
-from . import keys, postings, records, synced
+from . import keys, lines, postings, records, synced
 from .dialect import Cursor, Dialect
 
 Items = Sequence[tuple[Item, Sequence[IndexedChunk]]]
@@ -316,6 +316,29 @@ class SQLStore(Store):
             app_id = self._app_id(cur, app)
             pk = None if app_id is None else records.item_pk(self.dialect, cur, app_id, kind, external_id)
             return [] if pk is None else records.item_chunks(self.dialect, cur, kind, pk)
+
+    # -- the lines' vectors (the lines-by-meaning trim) ------------------------------------------
+
+    keeps_lines = True
+
+    def line_vectors(self, app: str, digests: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        if not digests:
+            return {}
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return {} if app_id is None else lines.lookup(self.dialect, cur, app_id, digests)
+
+    def chunks_without_lines(self, app: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else lines.chunks_without(self.dialect, cur, app_id, after_id, limit)
+
+    def put_line_vectors(self, app: str, chunks: lines.ChunkLines) -> int:
+        if not chunks:
+            return 0
+        with self._db.write() as cur:
+            app_id = self._app_id(cur, app)
+            return 0 if app_id is None else lines.put(self.dialect, cur, app_id, chunks)
 
     # -- the channels' storage --------------------------------------------------------------------
 

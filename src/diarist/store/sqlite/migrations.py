@@ -192,8 +192,22 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     ALTER TABLE apps ADD COLUMN titles_indexed INTEGER NOT NULL DEFAULT 1;
     UPDATE apps SET titles_indexed = 0 WHERE id IN (SELECT DISTINCT app_id FROM sessions);
     """,
-    # (languages) the language each chunk's terms were analysed in (_record_languages).
+    # 11: the language each chunk's terms were analysed in (_record_languages).
     _record_languages,
+    # 12: the vectors of chunks' lines (store.sql.lines), written at ingest so that the block's
+    # trim embeds only the question. A chunk's lines go with it (the foreign key cascades);
+    # chunks stored before get theirs from ``diarist reindex`` (Memory.index_lines). "IF NOT
+    # EXISTS": a database rewound past it (tests do) keeps its table.
+    """
+    CREATE TABLE IF NOT EXISTS line_vectors (
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        app_id INTEGER NOT NULL,  -- the chunk's: a lookup stays inside the app
+        digest BLOB NOT NULL,  -- blake2b-128 of the line's text (read.lines.line_digest)
+        vector BLOB NOT NULL  -- float32 unit vector
+    );
+    CREATE INDEX IF NOT EXISTS line_vectors_chunk ON line_vectors (chunk_id);
+    CREATE INDEX IF NOT EXISTS line_vectors_digest ON line_vectors (app_id, digest);
+    """,
 ]
 
 
