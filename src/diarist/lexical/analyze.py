@@ -15,17 +15,11 @@ import unicodedata
 import Stemmer
 
 from .language import ENGLISH, UNSPACED, detect
+from .stopwords import ENGLISH_STOPWORDS as STOPWORDS
 from .stopwords import stopwords
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
-# A short English stopword list: these words carry no evidence and have the longest postings.
-STOPWORDS = frozenset(
-    """a an and are as at be been but by can could did do does doing for from had has have
-    he her hers him his how i if in into is it its itself me my of on or our ours she should
-    so than that the their theirs them then there these they this those to too us was we were
-    what when where which who whom why will with would you your yours""".split()
-)
 
 # Words a question uses that carry no evidence of which memory answers it (the memory side is
 # analysed with STOPWORDS alone, so an index is unchanged). Matched before stemming.

@@ -14,6 +14,8 @@ import re
 import threading
 from functools import lru_cache
 
+from .stopwords import ENGLISH_STOPWORDS
+
 ENGLISH = "en"
 
 #: A Latin-script passage is another language than English only above this probability (the
@@ -94,10 +96,8 @@ def main_script(text: str) -> tuple[str | None, int]:
 
 def _reads_as_english(text: str) -> bool:
     """Long enough, and English's function words make up enough of it."""
-    from .analyze import STOPWORDS
-
     words = _LATIN_WORD.findall(text[:IDENTIFIER_CHARS].casefold())
-    return len(words) >= ENGLISH_MIN_WORDS and sum(w in STOPWORDS for w in words) >= ENGLISH_FUNCTION_SHARE * len(words)
+    return len(words) >= ENGLISH_MIN_WORDS and sum(w in ENGLISH_STOPWORDS for w in words) >= ENGLISH_FUNCTION_SHARE * len(words)
 
 
 @lru_cache(maxsize=4096)  # a search analyses its hits' texts again (floor, block, second stage)

@@ -1,9 +1,17 @@
 """Short stopword lists per language: the articles, pronouns, prepositions, conjunctions and
 auxiliaries that carry no evidence and have the longest postings (as English's
-``analyze.STOPWORDS``). Written for this project, matched case-folded before stemming. A language
+``ENGLISH_STOPWORDS`` below). Written for this project, matched case-folded before stemming. A language
 without a list here keeps every word (its stemmer still applies)."""
 
 from __future__ import annotations
+
+# A short English stopword list: these words carry no evidence and have the longest postings.
+ENGLISH_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing for from had has have
+    he her hers him his how i if in into is it its itself me my of on or our ours she should
+    so than that the their theirs them then there these they this those to too us was we were
+    what when where which who whom why will with would you your yours""".split()
+)
 
 _LISTS = {
     "de": """aber alle als also am an auch auf aus bei bin bis bist da damit dann das dass dem den
