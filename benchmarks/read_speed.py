@@ -34,7 +34,7 @@ written to DIR and summarised in the output.
 A second reference, the ``python probe`` (a fixed Python and SQLite workload with the read
 path's shape, none of it ours), is timed in the same rotation.
 
-``--check BASELINE`` is the guard (``tests/test_speed_guard.py`` runs it at 10k): this tree's
+``--check BASELINE`` is the guard (``tests/lab/test_speed_guard.py`` runs it at 10k): this tree's
 rows against the committed ratios to both references, each row's fastest pass median to the
 reference's fastest (load only adds time: the least disturbed pass is the steadiest figure on a
 shared machine); a row whose ratios to both are more than ``--tolerance`` (1.15) times the

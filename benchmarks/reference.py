@@ -4,7 +4,7 @@
     python benchmarks/reference.py scale peers     # some of them
 
 Each table of BENCHMARKS.md that this prints is printed here byte for byte, and
-``tests/test_reference.py`` checks that it still is: a figure of the reference is a cell of a
+``tests/lab/test_reference.py`` checks that it still is: a figure of the reference is a cell of a
 committed file, re-derived by this command. The files themselves come from the commands their
 manifests name (``benchmarks/results/<topic>/<name>/manifest.json``).
 """

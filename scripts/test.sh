@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Set up a virtual environment with the test dependencies and run the whole test suite (CI's
 # command). Arguments go to pytest: `bash scripts/test.sh -m "not slow"` is the fast loop (the
-# tests marked slow, a second or more each, left out), `tests/test_sync.py` one file.
+# tests marked slow, a second or more each, left out), `tests/importers/test_sync.py` one file.
 # torch is pinned first to the local CPU build (a plain `torch` would pull several GB of CUDA);
 # it is needed only by the [st] extra, which the cross-encoder reranker test uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The inspector's browser tests (tests/test_ui_browser.py) drive the system's Chromium through
+# The inspector's browser tests (tests/ui/test_ui_browser.py) drive the system's Chromium through
 # Playwright (never `playwright install`): install Debian's when it is missing. Without root or
 # apt-get they are skipped, and say why.
 if ! command -v chromium >/dev/null 2>&1; then

@@ -15,10 +15,19 @@ import json
 import os
 import random
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The tests sit in one folder per part (store, read, write, importers, serving, ui, lab,
+# reliability) and import their helpers by name from support/, a few another part's test module
+# (test_ui's login, test_forgetting's scan): every folder is on the import path.
+TESTS = Path(__file__).resolve().parent
+for _folder in sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 # onnxruntime before anything imports usearch (test_hnsw does, at collection): the other order
 # crashes the process (see diarist.vectors.hnsw). onnx_minilm sets ORT_DISABLE_TELEMETRY first.

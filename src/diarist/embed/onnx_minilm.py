@@ -23,7 +23,7 @@ from .onnx_base import OnnxTransformerEmbedder
 # up mobile.events.data.microsoft.com every few seconds. disable_telemetry_events() stops none
 # of that; ORT_DISABLE_TELEMETRY=1 does, but only if set before onnxruntime is first imported,
 # so it is set here (onnxruntime is imported lazily below; workers and children inherit it).
-# Proved by tests/test_network_silence.py (see RELIABILITY.md, "No network at run time").
+# Proved by tests/reliability/test_network_silence.py (see RELIABILITY.md, "No network at run time").
 _ORT_ALREADY_LOADED = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 

@@ -254,7 +254,7 @@ class LexicalUnavailable(Exception):
 
 
 class Store(ABC):
-    """The full storage contract. ``tests/store_contract.py`` runs against every backend."""
+    """The full storage contract. ``tests/support/store_contract.py`` runs against every backend."""
 
     #: Where the data lives, for messages ("memory.sqlite", ":memory:", a URL without password).
     location: str = "this store"

@@ -553,7 +553,7 @@ def _remove_and_scrub(index, keys: np.ndarray) -> None:
     usearch's ``remove`` only marks a node removed: its int8 vector stays in the index, and in
     every file ``save`` writes, until the slot is reused (and ``compact=True`` keeps it too).
     The next ``add`` reuses freed slots, so adding as many placeholder vectors and removing
-    them again leaves constant bytes where the deleted vectors were (tests/test_hnsw_forgets.py
+    them again leaves constant bytes where the deleted vectors were (tests/store/test_hnsw_forgets.py
     reads the saved files for them)."""
     if not len(keys):
         return
