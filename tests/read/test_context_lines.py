@@ -152,7 +152,7 @@ def test_line_vectors_embed_each_line_once_and_forget_the_least_recently_used():
 
 
 def test_a_memory_embeds_a_line_once_across_questions():
-    m = Memory(":memory:", store_lines=False)  # stored lines: tests/test_line_vectors.py
+    m = Memory(":memory:", store_lines=False)  # stored lines: tests/store/test_line_vectors.py
     m.add_sessions([{"messages": [{"role": "user", "content": "I repaired the garden fence.\nMy cat Miso hid under the porch."}],
                      "date": "2025-01-01"}])
     params = LinesParams(first_whole_cosine=2.0, first_lines=1, rest_lines=1, max_rest=4, min_line_cosine=-1.0)
