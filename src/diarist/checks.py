@@ -9,21 +9,23 @@ import numbers
 import os
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from . import settings
 from .embed import Embedder
 from .embed.cache import EmbeddingCache
-from .errors import ConfigError, InvalidInput, StoreError, UnknownApp
+from .errors import ConfigError, InvalidInput, NotFound, StoreError, UnknownApp
 from .files import not_regular
 from .read.cut import CutParams
 from .read.floor import Floor
 from .read.lines import AUTO as AUTO_TRIM
 from .read.lines import NAMED as NAMED_LINES
 from .read.lines import TRIM_NAMES, LinesParams
-from .read.search import stage_named
+from .read.search import SearchSettings, check_dense_weight, check_fusion, stage_named
 from .read.trim import TrimParams
-from .store.base import KINDS, Store
+from .rerank import get_reranker
+from .store.base import KINDS, Item, Store
 from .write.validate import MAX_QUERY_CHARS, check_date, check_metadata, check_text, shown
 
 MAX_SEARCH_K = 10_000  # hits one search may ask for
@@ -100,19 +102,33 @@ def kinds_of(kind: str | None) -> tuple[str, ...]:
     return (kind,)
 
 
+def find_item(store: Store, app: str, kind: str | None, item_id: str) -> Item:
+    """The stored item ``item_id`` of the kinds ``kind`` names (None: either), or NotFound."""
+    for each in kinds_of(kind):
+        found = store.get_item(app, each, item_id)
+        if found is not None:
+            return found
+    raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
+
+
 def require_app(store: Store, app: str) -> None:
     """UnknownApp unless the store holds something of ``app``."""
     if store.app_version(app) is None:
         raise UnknownApp(f"app {app!r} holds no memory in {store.location}")
 
 
-def check_page(limit: Any, offset: Any, newest_first: Any) -> None:
-    """``Memory.list``'s paging: a limit >= 1, an offset >= 0, newest_first a bool."""
+def check_page(kind: Any, limit: Any, offset: Any, newest_first: Any) -> str:
+    """``Memory.list``'s kind (one kind) and paging (a limit >= 1, an offset >= 0, newest_first a
+    bool) checked; returns the kind."""
+    if not isinstance(kind, str):  # one kind: None (every kind) does not page
+        raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, got {shown(kind)}")
+    (kind,) = kinds_of(kind)
     for name, value in (("limit", limit), ("offset", offset)):
         if not isinstance(value, int) or isinstance(value, bool) or not (1 if name == "limit" else 0) <= value < 2**62:
             raise InvalidInput(f"{name} must be an integer >= {1 if name == 'limit' else 0}, got {shown(value)}")
     if not isinstance(newest_first, bool):
         raise InvalidInput(f"newest_first must be True or False, got {shown(newest_first)}")
+    return kind
 
 
 def floor_option(embedder: Embedder, floor: float | str | Floor | None) -> Floor | None:
@@ -209,3 +225,34 @@ def check_context_call(trim: Any, relative_cut: Any, min_score: Any,
     ):  # an int beyond a float's range (10**5000) is not a score either
         raise InvalidInput(f"min_score must be a finite number or None, got {shown(min_score)}")
     return trim
+
+
+def derived_options(current: SearchSettings, embedder: Embedder,
+                    options: dict[str, Any]) -> tuple[SearchSettings, dict[str, Any]]:
+    """``Memory.derive``'s options checked: the search settings with them, and the memory's
+    other attributes they set (``cut``, ``reranker``)."""
+    fields = {"depth": "depth", "fusion": "fusion", "dense_weight": "dense_weight", "rrf_k": "rrf_k",
+              "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth", "group": "group"}
+    unknown = set(options) - set(fields) - {"floor", "reranker", "cut"}
+    if unknown:
+        raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
+    changes = {fields[k]: v for k, v in options.items() if k in fields}
+    check_search_numbers(changes)
+    if "fusion" in changes:
+        changes["fusion"] = check_fusion(changes["fusion"])
+    if "dense_weight" in changes:
+        changes["dense_weight"] = check_dense_weight(changes["dense_weight"])
+    if "group" in changes:
+        changes["group"] = check_group(changes["group"])
+    if "floor" in options:
+        changes["floor"] = floor_option(embedder, options["floor"])
+    other: dict[str, Any] = {}
+    if "cut" in options:
+        other["cut"] = cut_option(embedder, options["cut"])
+    settings_now = replace(current, **changes)
+    if "reranker" in options:
+        spec = options["reranker"]
+        if not (spec is None or isinstance(spec, str) or callable(getattr(spec, "rerank", None))):
+            raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
+        other["reranker"] = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
+    return settings_now, other

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -18,21 +17,22 @@ import numpy as np
 from . import settings
 from .chat import place_context, question_of
 from .checks import (check_backup_path, check_context_call, check_group, check_page, check_search_call,
-                     check_search_numbers, cut_option, floor_option, kinds_of, open_cache, require_app, search_extras)
+                     check_search_numbers, cut_option, derived_options, find_item, floor_option, kinds_of, open_cache, require_app, search_extras)
 from .embed import Embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, InvalidInput, NotFound, UnknownApp
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.block import ContextBlock
-from .read.budget import BlockOptions, Draft, check_options, finish
+from .read.budget import BlockOptions, check_options, finish
+from .read.draft import context_draft, line_cosines
 from .read.cut import CutParams
-from .read.lines import LinesParams, LineVectors, unit_rows
+from .read.lines import LinesParams, LineVectors
 from .read.trim import TrimParams
 from .read.floor import Floor
 from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search
 from .rerank import Reranker, get_reranker
-from .store.base import KINDS, Item, Store
+from .store.base import Item, Store
 from .store.open import open_store
 from .types import Chunk, Message
 from .vectors import DenseIndex, ExactDenseIndex, dense_index
@@ -42,7 +42,6 @@ from .write.validate import FactInput, SessionInput, check_app, check_id, shown
 from .write.writer import Chunker, Writer, fix_embedder_and_plan
 
 DEFAULT_APP = settings.DEFAULT_APP
-
 
 
 class Memory:
@@ -99,24 +98,15 @@ class Memory:
             self.cut = cut_option(self.embedder, cut)
             # A second stage re-reads the top fused candidates (None: the fused order is final).
             self.reranker = get_reranker(reranker) if isinstance(reranker, str) or reranker is None else reranker
-        except BaseException:
-            self.store.close()
-            raise
-        self.chunk_tokens = chunk_tokens
-        self.index_lexical = index_lexical
-        if not isinstance(store_lines, bool):
-            self.store.close()
-            raise ConfigError(f"store_lines must be True or False, got {shown(store_lines)}")
-        self.store_lines = store_lines and self.store.keeps_lines
-        # A cache given as a path is this memory's to close; a cache object is the caller's.
-        self._owns_cache = isinstance(embed_cache, (str, os.PathLike))
-        try:
+            self.chunk_tokens = chunk_tokens
+            self.index_lexical = index_lexical
+            if not isinstance(store_lines, bool):
+                raise ConfigError(f"store_lines must be True or False, got {shown(store_lines)}")
+            self.store_lines = store_lines and self.store.keeps_lines
+            # A cache given as a path is this memory's to close; a cache object is the caller's.
+            self._owns_cache = isinstance(embed_cache, (str, os.PathLike))
             self.cache = open_cache(embed_cache)
-        except BaseException:
-            self.store.close()
-            raise
-        # "exact" | "hnsw" | "auto" (diarist.vectors.dense_index): auto keeps small apps exact.
-        try:
+            # "exact" | "hnsw" | "auto" (diarist.vectors.dense_index): auto keeps small apps exact.
             self.dense: DenseIndex = dense_index(self.store, dense)
         except BaseException:
             self.store.close()
@@ -129,39 +119,15 @@ class Memory:
                              self.store_lines, index_lexical)
         self._line_vectors = LineVectors(self.writer.embed_lines)
 
-    # -- setup ----------------------------------------------------------------------------
-
-
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:
         ``depth``, ``fusion``, ``dense_weight``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``,
         ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut``. Closing the derived memory
         leaves the store open."""
-        fields = {"depth": "depth", "fusion": "fusion", "dense_weight": "dense_weight", "rrf_k": "rrf_k",
-                  "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth", "group": "group"}
-        unknown = set(options) - set(fields) - {"floor", "reranker", "cut"}
-        if unknown:
-            raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
         other = object.__new__(Memory)
         other.__dict__.update(self.__dict__)
-        changes = {fields[k]: v for k, v in options.items() if k in fields}
-        check_search_numbers(changes)
-        if "fusion" in changes:
-            changes["fusion"] = check_fusion(changes["fusion"])
-        if "dense_weight" in changes:
-            changes["dense_weight"] = check_dense_weight(changes["dense_weight"])
-        if "group" in changes:
-            changes["group"] = check_group(changes["group"])
-        if "floor" in options:
-            changes["floor"] = floor_option(other.embedder, options["floor"])
-        if "cut" in options:
-            other.cut = cut_option(other.embedder, options["cut"])
-        other.settings = replace(self.settings, **changes)
-        if "reranker" in options:
-            spec = options["reranker"]
-            if not (spec is None or isinstance(spec, str) or callable(getattr(spec, "rerank", None))):
-                raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
-            other.reranker = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
+        other.settings, changed = derived_options(self.settings, self.embedder, options)
+        other.__dict__.update(changed)
         other._owns_store = other._owns_cache = False
         return other
 
@@ -289,7 +255,7 @@ class Memory:
         """
         app = check_app(app)
         query, previous, when, where = check_search_call(query, k, previous, rerank, explain, now, where)
-        self._require_app(app)
+        require_app(self.store, app)
         reranker = self.reranker if rerank else None
         # Stored dates are compared as wall-clock times (diarist.rerank.evidence): so is now.
         moment = datetime.fromisoformat(when).replace(tzinfo=None) if when else datetime.now()
@@ -331,10 +297,7 @@ class Memory:
         trim = check_context_call(trim, relative_cut, min_score, self.cut)
         cut = self.cut if self.settings.group else None
         options = BlockOptions(self.embedder.count_tokens, budget, order, min_score, relative_cut, cut, trim)
-        stored = self.writer.stored_lines(app)
-        marks_vectors = (lambda lines: self._line_vectors(lines, stored)) if cut is not None else None
-        draft = Draft(options, lines_of_vector=lambda vector: self._line_cosines(query, vector, app),
-                      line_vectors=marks_vectors)  # marks by meaning: the calibrated model, stored lines first
+        draft = context_draft(options, self.embedder, self._line_vectors, self.writer.stored_lines(app), query)
         try:  # the draft joins the read as its first stage after the search's own
             results = self.search(query, app=app, k=k, previous=previous, explain=explain, now=now,
                                   after=[draft, "cut", "trim", "budget"])
@@ -344,20 +307,9 @@ class Memory:
 
     def _line_cosines(self, query: str, vector: np.ndarray | None = None,
                       app: str | None = None) -> Callable[[Sequence[str]], np.ndarray]:
-        """Cosines of lines to ``query`` by this memory's embedder (the lines-by-meaning trim):
-        against ``vector``, the search's own vector of it, else one embedded on first use (an
-        empty block needs no line). The lines' vectors are read from ``app``'s stored chunks
-        where they are there (None: every line is embedded)."""
-        vectors, question = self._line_vectors, [] if vector is None else [unit_rows(vector[None, :])[0]]
+        """``read.draft.line_cosines`` by this memory's embedder and line vectors, from ``app``'s stored lines."""
         stored = self.writer.stored_lines(app) if app is not None else None
-
-        def cosines(lines: Sequence[str]) -> np.ndarray:
-            if not lines:
-                return np.zeros(0)
-            if not question:
-                question.append(unit_rows(self.embedder.embed_query([query]))[0])
-            return vectors(list(lines), stored) @ question[0]
-        return cosines
+        return line_cosines(self.embedder, self._line_vectors, query, vector, stored)
 
     def with_context(
         self, messages: Sequence[dict[str, Any]], *, app: str = DEFAULT_APP,
@@ -373,21 +325,14 @@ class Memory:
         """A stored session (with its messages) or fact, by id."""
         app = check_app(app)
         item_id = check_id(item_id, "id")
-        for each in kinds_of(kind):
-            found = self.store.get_item(app, each, item_id)
-            if found is not None:
-                return found.to_dict()
-        raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
+        return find_item(self.store, app, kind, item_id).to_dict()
 
     def list(self, *, app: str = DEFAULT_APP, kind: str = "session", limit: int = 50, offset: int = 0,
              newest_first: bool = True) -> list[dict[str, Any]]:
         """Ids and dates of one kind of item, newest first (``newest_first=False``: in the order
         they were stored); paged."""
         app = check_app(app)
-        if not isinstance(kind, str):  # one kind: None (every kind) does not page
-            raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, got {shown(kind)}")
-        (kind,) = kinds_of(kind)
-        check_page(limit, offset, newest_first)
+        kind = check_page(kind, limit, offset, newest_first)
         return [s.to_dict() for s in self.store.list_items(app, kind, limit, offset, newest_first=newest_first)]
 
     def export(self, *, app: str = DEFAULT_APP) -> Iterator[dict[str, Any]]:
@@ -396,7 +341,7 @@ class Memory:
         from .export import items
 
         app = check_app(app)
-        self._require_app(app)
+        require_app(self.store, app)
         return items(self, app)
 
     def update(
@@ -423,10 +368,8 @@ class Memory:
         ``replaced_at`` (the current version is ``get``)."""
         app = check_app(app)
         item_id = check_id(item_id, "item id")
-        for each in kinds_of(kind):
-            if self.store.get_item(app, each, item_id) is not None:
-                return [v.to_dict() for v in self.store.item_history(app, each, item_id)]
-        raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
+        found = find_item(self.store, app, kind, item_id)
+        return [v.to_dict() for v in self.store.item_history(app, found.kind, item_id)]
 
     def delete(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None) -> None:
         """Delete a session or fact with its chunks, vectors and index postings."""
@@ -466,9 +409,6 @@ class Memory:
         """``Writer.write`` (tests/write/test_notes_titles.py stores chunks made by hand through it)."""
         return self.writer.write
 
-    def _require_app(self, app: str) -> None:
-        require_app(self.store, app)
-
     def app_stats(self, app: str) -> dict[str, Any]:
         """Counts of one app's items and chunks, and the state of its lexical index."""
         app = check_app(app)
@@ -481,7 +421,7 @@ class Memory:
     def stats(self, app: str | None = None) -> dict[str, Any]:
         if app is not None:
             app = check_app(app)
-            self._require_app(app)
+            require_app(self.store, app)
         names = [app] if app is not None else self.store.apps()
         out: dict[str, Any] = {"path": self.store.location, "apps": {n: self.app_stats(n) for n in names}}
         size = self.store.size_bytes()
@@ -496,26 +436,15 @@ class Memory:
         after re-chunking its titled items if they were stored before titles were indexed
         (``index_titles``) and storing the lines' vectors of chunks stored without them
         (``index_lines``). Returns the chunks the lexical index holds."""
-        app = check_app(app)
-        self._require_app(app)
-        self.writer.index_titles(app)
-        self.writer.index_lines(app)
-        indexed = self.store.rebuild_lexical(app)
-        self.dense.rebuild(app)
-        return indexed
+        return self.writer.reindex(app)
 
     def index_lines(self, app: str, batch: int = 256) -> int:
-        """Store the vectors of the lines of an app's chunks stored without them (before the
-        store kept them, or by a memory opened with ``store_lines=False``), a batch of chunks at
-        a time, each landing whole. Returns how many chunks got their lines (0: none lacked
-        them; a store that keeps no line vectors: 0)."""
+        """Store the lines' vectors of an app's chunks stored without them (``Writer.index_lines``);
+        returns how many chunks got them."""
         return self.writer.index_lines(app, batch)
 
     def index_titles(self, app: str, batch: int = 64) -> int:
-        """Re-chunk and re-embed an app's titled sessions stored before titles were indexed, so
-        that their chunks begin with their title line (``write.chunk.title_line``) and both
-        channels read it; nothing to do for an app stored since. Each batch lands whole; an item
-        changed meanwhile was written with its title anyway and is left as it is. Returns how many
-        items were re-chunked (0 when the app's titles were indexed already)."""
+        """Re-chunk an app's titled sessions stored before titles were indexed (``Writer.index_titles``);
+        returns how many were re-chunked."""
         return self.writer.index_titles(app, batch)
 

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from .. import lexical, settings
-from ..checks import kinds_of, require_app
+from ..checks import find_item, require_app
 from ..dates import now_iso
 from ..embed import Embedder, get_embedder, quantize, spec_for_model_id
 from ..embed.cache import EmbeddingCache
-from ..errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, NotFound, PlanMismatch
+from ..errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, PlanMismatch
 from ..read import trim
 from ..read.lines import LineVectors, StoredLines, line_digest
 from ..store.base import Conflict, IndexedChunk, Item, Store
@@ -300,12 +300,7 @@ class Writer:
         only if the item is still what was read (compare-and-swap on its content hash)."""
         app = check_app(app)
         item_id = check_id(item_id, "item id")
-        for each in kinds_of(kind):
-            current = self.store.get_item(app, each, item_id)
-            if current is not None:
-                break
-        else:
-            raise NotFound(f"no {kind or 'session or fact'} {item_id!r} in app {app!r}")
+        current = find_item(self.store, app, kind, item_id)
         if (text is not None) == (current.kind == "session") and (text is not None or messages is not None):
             what = "text" if current.kind == "fact" else "messages"
             raise InvalidInput(f"{current.kind} {item_id!r} is changed with {what}=, not "
@@ -340,6 +335,17 @@ class Writer:
         report.replaced.append(item_id)
         report.chunks = len(chunks)
         return report
+
+    def reindex(self, app: str) -> int:
+        """``Memory.reindex``: ``index_titles``, ``index_lines``, then the lexical index and the
+        dense graph rebuilt; returns the chunks the lexical index holds."""
+        app = check_app(app)
+        require_app(self.store, app)
+        self.index_titles(app)
+        self.index_lines(app)
+        indexed = self.store.rebuild_lexical(app)
+        self.dense.rebuild(app)
+        return indexed
 
     def index_lines(self, app: str, batch: int = 256) -> int:
         """Store the vectors of the lines of an app's chunks stored without them (before the
