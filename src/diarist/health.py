@@ -330,8 +330,18 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
         report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
         if deep:
             _languages(memory, app, report)
+            _stored_lines(memory, app, report)
             _check_dense_index(memory, app, report)
     return report
+
+
+def _stored_lines(memory: Memory, app: str, report: HealthReport) -> None:
+    """Chunks stored before the lines' vectors were (or by a memory opened with
+    ``store_lines=False``) make every block that shows them embed their lines at query time: the
+    slow first answers a hook would give are named, with the command that ends them."""
+    if memory.store.chunks_without_lines(app, 0, 1):
+        report.add(True, f"app {app!r}: some chunks have no stored line vectors, so a block that shows them "
+                         f"embeds their lines when asked (slower answers): `diarist reindex --app {app}` stores them")
 
 
 #: An app whose chunks are mostly (over this share) not English is told of the multilingual model.

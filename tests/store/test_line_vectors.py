@@ -95,9 +95,13 @@ def test_reindex_gives_a_database_from_before_line_vectors_its_lines(tmp_path: P
         assert _rows(path) == 0
         memory.context(QUESTIONS[0], app="me")
         assert memory._line_vectors.embedded > 0  # the trim embeds, as it did before
+    doctor = CliRunner().invoke(main, ["doctor", "--db", str(path)], env={"DIARIST_DB": ""})
+    assert "no stored line vectors" in doctor.output and "diarist reindex --app me" in doctor.output, doctor.output
     done = CliRunner().invoke(main, ["reindex", "--db", str(path), "--app", "me"], env={"DIARIST_DB": ""})
     assert done.exit_code == 0, done.output
     assert f"stored the lines' vectors of {_chunks(path)} chunks of app 'me'" in done.output
+    doctor = CliRunner().invoke(main, ["doctor", "--db", str(path)], env={"DIARIST_DB": ""})
+    assert "no stored line vectors" not in doctor.output, doctor.output
     assert _rows(path) == _lines_of_chunks(path) > 0
     with Memory(path) as memory:
         assert memory.index_lines("me") == 0  # nothing left to do
