@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT_NAME = re.compile(r"benchmarks/([A-Za-z0-9_]+\.py)")
+SCRIPT_NAME = re.compile(r"benchmarks/([a-z0-9_]+\.py)")  # NAME.py is a placeholder
 CLOSED_ROW = re.compile(r"^\|\s*(`[A-Za-z0-9_]+\.py`(?:,\s*`[A-Za-z0-9_]+\.py`)*)\s*\|", re.M)
 
 
