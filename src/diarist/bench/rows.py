@@ -43,13 +43,17 @@ def read_rows(run: Path) -> list[dict[str, Any]]:
     return read_jsonl(rows_path(run))
 
 
-def jsonl_gz(records: Iterable[Any]) -> bytes:
-    """``records`` one JSON object a line, gzipped; the same records give the same bytes."""
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzipped the same way every time: no file name or time in the header, level ``LEVEL``."""
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=LEVEL, mtime=0) as f:
-        f.write(text.encode("utf-8"))
+        f.write(data)
     return buffer.getvalue()
+
+
+def jsonl_gz(records: Iterable[Any]) -> bytes:
+    """``records`` one JSON object a line, gzipped; the same records give the same bytes."""
+    return gzip_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
 
 
 def write_jsonl_gz(path: Path, records: Iterable[Any]) -> None:
