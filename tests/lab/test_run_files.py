@@ -67,3 +67,24 @@ def test_a_run_with_no_rows_or_an_unknown_benchmark_is_reported_not_raised(tmp_p
     assert verify_run(run) == [f"{run}/config.json: benchmark 'nonesuch', which no summary knows"]
     (run / ROWS).unlink()
     assert verify_run(run) == [f"{run / ROWS}: missing"]
+
+
+def test_gzip_rows_turns_an_older_run_into_the_run_todays_writer_writes(tmp_path):
+    from benchmark_scripts import load_benchmark_script
+
+    script = load_benchmark_script("gzip_rows.py")
+    today, old = tmp_path / "today", tmp_path / "old" / "run"
+    write_run(today, _rows(), META)
+    write_run(old, _rows(), META)
+    (old / PLAIN_ROWS).write_bytes(gzip.decompress((old / ROWS).read_bytes()))  # as the old writer left it
+    (old / ROWS).unlink()
+    manifest = (old / "manifest.json").read_text(encoding="utf-8")
+    (old / "manifest.json").write_text(manifest.replace(f'"{ROWS}"', f'"{PLAIN_ROWS}"'), encoding="utf-8")
+    other = tmp_path / "old" / "other"  # another tool's rows, not named so by a manifest: left alone
+    other.mkdir()
+    (other / PLAIN_ROWS).write_text('{"a": 1}\n', encoding="utf-8")
+    assert script.main([str(tmp_path / "old")]) == 1
+    assert (old / ROWS).read_bytes() == (today / ROWS).read_bytes() and not (old / PLAIN_ROWS).exists()
+    assert (old / "manifest.json").read_text(encoding="utf-8") == manifest
+    assert (other / PLAIN_ROWS).exists() and not (other / ROWS).exists()
+    assert verify_run(old) == []
