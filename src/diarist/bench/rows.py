@@ -1,10 +1,11 @@
-"""What every report reads: a run's rows, and the paired sign test. Kept apart from report.py so
-that the benchmarks report.py dispatches to (context_bench) can use them without a circle.
+"""A run's rows, as every benchmark writes and every report reads them, and the paired sign test.
+Kept apart from report.py so that the benchmarks report.py dispatches to (context_bench) can use
+them without a circle.
 
-A run's rows are ``rows.jsonl.gz``: one JSON object a line, gzipped so that the same rows always
-give the same bytes (no name or time in the header, one compression level), so a re-run that
-changes nothing changes no committed byte. ``rows.jsonl``, what runs written before held, is
-still read, through the same path.
+A run's rows are ``rows.jsonl.gz``: one JSON object a line, gzipped so that the same rows give
+the same bytes (no name or time in the header, one compression level; the same zlib), so a
+re-run that changes nothing changes no committed byte. ``rows.jsonl``, what runs written before
+held, is still read, through the same path.
 """
 
 from __future__ import annotations
