@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gzip
 import itertools
 import json
 import statistics
@@ -50,6 +49,8 @@ import numpy as np
 from floor_cv import FOLDS, fold_of  # the floor's folds: questions by haystack, off-topic by text
 
 from diarist import settings
+from diarist.bench.report import CANDIDATES
+from diarist.bench.rows import has_rows, read_jsonl, read_rows
 
 GROUP_PASSAGES = 3  # diarist.settings.GROUP_PASSAGES on the read branch (the grouping this replays)
 
@@ -153,13 +154,9 @@ class Question:
 
 
 def load_run(run: Path, dataset: str) -> list[Question]:
-    rows = [json.loads(x) for x in (run / "rows.jsonl").open()]
-    with gzip.open(run / "candidates.jsonl.gz", "rt") as f:
-        candidates = {c["id"]: c["hits"] for c in map(json.loads, f)}
-    ranking = {}
-    with open(RANKING / dataset / "default" / "rows.jsonl") as f:
-        for r in map(json.loads, f):
-            ranking[r["id"]] = r["metrics"]["r_any@5"]
+    rows = read_rows(run)
+    candidates = {c["id"]: c["hits"] for c in read_jsonl(run / CANDIDATES)}
+    ranking = {r["id"]: r["metrics"]["r_any@5"] for r in read_rows(RANKING / dataset / "default")}
     served = [r["n_tokens"] - r["snippet_tokens"] for r in rows if not r["empty"]]
     frame = int(statistics.median(served))  # header, footer and separators: the same for every block
     return [Question(dataset, r, candidates[r["id"]], ranking.get(r["id"]), frame) for r in rows
@@ -313,7 +310,7 @@ def replay_today(questions: list[Question]) -> dict:
 def fidelity(run: Path, questions: list[Question]) -> dict:
     """Share of questions whose replayed block (today's cut) holds the evidence as measured and
     serves the measured tokens within 5."""
-    rows = {r["id"]: r for r in map(json.loads, (run / "rows.jsonl").open())}
+    rows = {r["id"]: r for r in read_rows(run)}
     same_evidence = same_tokens = 0
     for q in questions:
         b, r = q.block(q.keep_relative(settings.CONTEXT_RELATIVE_CUT)), rows[q.id]
@@ -331,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     checks = {}
     for d in DATASETS:
         run = args.runs / f"{d}-today"
-        if not (run / "rows.jsonl").exists():
+        if not has_rows(run):
             print(f"no run {run}: {d} left out", file=sys.stderr)
             continue
         qs = load_run(run, d)

@@ -36,6 +36,7 @@ from context_trim_cv import OFF, RANKING, Replayed, cut_hits, matrices, replayed
 
 from diarist import settings
 from diarist.bench.context_bench import block_cells
+from diarist.bench.rows import read_rows
 from diarist.context import build_context
 from diarist.embed import get_embedder
 from diarist.read.cut import CutParams
@@ -105,8 +106,7 @@ def _replay(path: Path, trims: list[dict | None]) -> tuple[list[Replayed], list[
     vectors = LineVectors(path.with_suffix(".lines.pkl"))
     count = functools.lru_cache(maxsize=None)(vectors.embedder.count_tokens)
     d = cap["dataset"]
-    with open(RANKING / d / "default" / "rows.jsonl") as f:
-        top5 = {r["id"]: r["metrics"]["r_any@5"] for r in map(json.loads, f)}
+    top5 = {r["id"]: r["metrics"]["r_any@5"] for r in read_rows(RANKING / d / "default")}
     keep = [r for r in cap["records"] if r["kind"] in OFF or (r["q"].gold and (d == "locomo" or not r["q"].abstention))]
     params = [None if t is None else LinesParams(**t) for t in trims]
     questions, columns = [], [[] for _ in trims]

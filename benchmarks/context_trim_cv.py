@@ -42,6 +42,7 @@ from diarist import settings
 from diarist.bench.configs import get_config
 from diarist.bench.context_bench import (OFFTOPIC, OFFTOPIC_PERSONAL, ContextRunner, block_cells, kind_of,
                                          question_lines, with_offtopic)
+from diarist.bench.rows import read_rows
 from diarist.bench.runner import APP, LOADERS
 from diarist.context import build_context
 from diarist.lexical import analyze
@@ -117,8 +118,7 @@ def outcomes(path: Path) -> tuple[list[Replayed], list[list[dict]]]:
     questions: list[Replayed] = []
     rows: list[list[dict]] = []
     d = cap["dataset"]
-    with open(RANKING / d / "default" / "rows.jsonl") as f:
-        top5 = {r["id"]: r["metrics"]["r_any@5"] for r in map(json.loads, f)}
+    top5 = {r["id"]: r["metrics"]["r_any@5"] for r in read_rows(RANKING / d / "default")}
     keep = [r for r in cap["records"] if r["kind"] in OFF or (r["q"].gold and (d == "locomo" or not r["q"].abstention))]
     for n, record in enumerate(keep):
         questions.append(Replayed(d, record, top5.get(record["q"].qid)))

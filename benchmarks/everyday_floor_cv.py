@@ -3,7 +3,7 @@ person, or naming what the memory holds, is answered down to it) by cross-valida
 everyday set's dev half, LoCoMo dev and LongMemEval dev, with the off-topic questions in the objective.
 
 Rows: LoCoMo's and LongMemEval's are the committed calibration rows
-(``benchmarks/results/floor/calibration/rows.jsonl`` and ``rows_personal.jsonl``: each question's
+(``benchmarks/results/floor/calibration/rows.jsonl.gz`` and ``rows_personal.jsonl.gz``: each question's
 best cosine, lexical coverage and person). The everyday set's are written here, from its memories
 as ``diarist bench everyday`` builds them (``features``), with one more signal: whether a memory
 among either channel's best few holds every word of the question or is named by it (the floor
@@ -31,6 +31,8 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+
+from diarist.bench.rows import read_jsonl
 
 CALIBRATION = Path(__file__).parent / "results" / "floor" / "calibration"
 GRID = [round(x, 3) for x in np.arange(0.08, 0.2001, 0.005)]
@@ -107,10 +109,10 @@ def fold_of(row: dict) -> int:
 
 def load(everyday: Path) -> list[dict]:
     rows = []
-    for name in ("rows.jsonl", "rows_personal.jsonl"):
-        rows += [json.loads(line) for line in (CALIBRATION / name).read_text().splitlines() if line.strip()]
+    for name in ("rows.jsonl.gz", "rows_personal.jsonl.gz"):
+        rows += read_jsonl(CALIBRATION / name)
     rows = [r for r in rows if r["kind"] in ("legitimate", "abstention", "offtopic", "offtopic_personal")]
-    rows += [json.loads(line) for line in everyday.read_text().splitlines() if line.strip()]
+    rows += read_jsonl(everyday)
     return rows
 
 

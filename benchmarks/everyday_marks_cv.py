@@ -107,9 +107,11 @@ def marks(entries: list, words: set, min_cosine: float, min_relevance: float,
     return later, {i for i, j in later.items() if (min(i, j), max(i, j)) in meaning}
 
 
-def aligned(records: list, rows_path: Path) -> list[tuple[dict, list]]:
+def aligned(records: list, run: Path) -> list[tuple[dict, list]]:
     """The run's rows with a block, each with its recorded entries (in the run's order)."""
-    rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    from diarist.bench.rows import read_rows
+
+    rows = read_rows(run)
     out, n = [], 0
     for row in rows:
         if row.get("empty") or not row.get("memories"):
@@ -117,7 +119,7 @@ def aligned(records: list, rows_path: Path) -> list[tuple[dict, list]]:
         while n < len(records) and records[n][0] != row["question"]:
             n += 1  # a block asked by the run for another purpose
         if n == len(records):
-            raise ValueError(f"{rows_path}: no recorded block for {row['id']}")
+            raise ValueError(f"{run}: no recorded block for {row['id']}")
         out.append((row, records[n][1:]))
         n += 1
     return out
@@ -221,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("everyday", "locomo", "longmemeval"):
         path, run = getattr(args, name)
         with open(path, "rb") as f:
-            sets[name] = aligned(pickle.load(f), Path(run) / "rows.jsonl")
+            sets[name] = aligned(pickle.load(f), Path(run))
     result = replay(sets)
     result["blocks"] = {name: len(blocks) for name, blocks in sets.items()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -19,13 +19,14 @@ questions lost, abstention and off-topic questions answered with nothing
     python benchmarks/floor.py --impersonal --out benchmarks/results/floor/calibration
 
 ``--impersonal`` asks legitimate questions rewritten without first/second person or the memory's
-people (benchmarks/data/impersonal_legit_questions.tsv) into rows_impersonal.jsonl.
+people (benchmarks/data/impersonal_legit_questions.tsv) into rows_impersonal.jsonl.gz.
 ``--personal`` asks the personal-sounding off-topic questions
-(benchmarks/data/offtopic_personal_questions.txt) into rows_personal.jsonl. ``--signals``
+(benchmarks/data/offtopic_personal_questions.txt) into rows_personal.jsonl.gz. ``--signals``
 re-reads only the lexical indexes (built with the instant hash embedder: an index does not
 depend on the embedder) to add the question-side signals to rows recorded before they existed
 (or re-derive ``personal`` when its definition changes, recorded as ``personal_signal``),
-checking that each row's coverage comes out as recorded.
+checking that each row's coverage comes out as recorded. Rows are gzipped JSON lines, written
+the same way every time (``diarist.bench.rows.gzip_bytes``).
 
 The floor sits on the cosine, not on RRF scores, which carry only ranks.
 """
@@ -41,6 +42,7 @@ from tqdm import tqdm
 
 from diarist import lexical
 from diarist.bench.data import load_locomo, load_longmemeval
+from diarist.bench.rows import gzip_bytes, read_jsonl
 from diarist.bench.runner import DEFAULT_CACHE, shared_chunker
 from diarist.memory import Memory
 from diarist.read import floor as floor_evidence
@@ -58,6 +60,8 @@ FLOORS = sorted([round(0.05 * i, 2) for i in range(0, 15)] + [0.18])  # 0.18: Mi
 #: any one word; diarist.read.floor.is_personal).
 PERSONAL_SIGNAL = "name held whole"
 
+ROWS, PERSONAL_ROWS, IMPERSONAL_ROWS = "rows.jsonl.gz", "rows_personal.jsonl.gz", "rows_impersonal.jsonl.gz"
+
 
 def offtopic_questions(path: Path = OFFTOPIC) -> list[str]:
     lines = path.read_text().splitlines()
@@ -71,9 +75,7 @@ def _chunker_and_cache():
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    path.write_bytes(gzip_bytes("".join(json.dumps(row) + "\n" for row in rows).encode()))
 
 
 def _memory(haystack, chunker, cache) -> Memory:
@@ -114,7 +116,7 @@ def run(out: Path, limit: int | None) -> None:
         rows += [_row(memory, "locomo", q.qid, _kind(q), q.text) for q in haystack.questions]
         rows += [_row(memory, "locomo", f"{haystack.unit}:offtopic{j}", "offtopic", text) for j, text in enumerate(off)]
         memory.close()
-    _write_rows(out / "rows.jsonl", rows)
+    _write_rows(out / ROWS, rows)
     (out / "summary.md").write_text(render(table(rows)))
     print(render(table(rows)))
 
@@ -139,7 +141,7 @@ def run_personal(out: Path, datasets: list[str], limit: int | None) -> None:
             rows.append(_row(memory, "longmemeval", f"{haystack.questions[0].qid}:personal", "offtopic_personal",
                              personal[i % len(personal)]))
             memory.close()
-    _write_rows(out / "rows_personal.jsonl", sorted(rows, key=lambda r: (r["dataset"], r["id"])))
+    _write_rows(out / PERSONAL_ROWS, sorted(rows, key=lambda r: (r["dataset"], r["id"])))
 
 
 def impersonal_questions(path: Path = IMPERSONAL) -> dict[str, str]:
@@ -150,7 +152,7 @@ def impersonal_questions(path: Path = IMPERSONAL) -> dict[str, str]:
 
 def run_impersonal(out: Path, limit: int | None) -> None:
     """The impersonal rewrites of legitimate questions (``legitimate_impersonal`` rows), each
-    asked of its own question's haystack, into rows_impersonal.jsonl."""
+    asked of its own question's haystack, into rows_impersonal.jsonl.gz."""
     chunker, cache = _chunker_and_cache()
     rewrites = impersonal_questions()
     rows = []
@@ -167,7 +169,7 @@ def run_impersonal(out: Path, limit: int | None) -> None:
     missing = set(rewrites) - {row["id"].rsplit(":", 1)[0] for row in rows}
     if missing and limit is None:
         raise SystemExit(f"rewrites of no dev question: {sorted(missing)}")
-    _write_rows(out / "rows_impersonal.jsonl", rows)
+    _write_rows(out / IMPERSONAL_ROWS, rows)
 
 
 def _signal_memory(haystack) -> Memory:
@@ -193,13 +195,12 @@ def _coverage_moved(old: dict, new: dict) -> bool:
 
 
 def add_signals(folder: Path) -> int:
-    """Record the question-side evidence (``personal``) on every row of rows.jsonl,
-    rows_personal.jsonl and rows_impersonal.jsonl, computed by the library's floor over each
+    """Record the question-side evidence (``personal``) on every row of rows.jsonl.gz,
+    rows_personal.jsonl.gz and rows_impersonal.jsonl.gz, computed by the library's floor over each
     haystack's lexical index.
     Writes nothing (and returns 1) when a row's coverage does not come out as recorded."""
-    files = [folder / name for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")
-             if (folder / name).exists()]
-    tables = {path: [json.loads(line) for line in open(path)] for path in files}
+    files = [folder / name for name in (ROWS, PERSONAL_ROWS, IMPERSONAL_ROWS) if (folder / name).exists()]
+    tables = {path: read_jsonl(path) for path in files}
     by_haystack: dict[tuple[str, str], list[dict]] = {}
     for rows in tables.values():
         for row in rows:
@@ -227,9 +228,7 @@ def add_signals(folder: Path) -> int:
     print(f"coverage as recorded on every row; personal changed on {flipped}")
     for path, rows in tables.items():
         assert all(id(row) in done for row in rows), f"{path}: rows of no dev haystack"
-        with open(path, "w") as f:
-            for row in rows:
-                f.write(json.dumps(done[id(row)]) + "\n")
+        _write_rows(path, [done[id(row)] for row in rows])
     return 0
 
 
@@ -256,7 +255,7 @@ def render(lines: list[dict]) -> str:
 
 
 def check(folder: Path) -> int:
-    rows = [json.loads(line) for line in open(folder / "rows.jsonl")]
+    rows = read_jsonl(folder / ROWS)
     expected = render(table(rows))
     if (folder / "summary.md").read_text() != expected:
         print(f"{folder}/summary.md does not match its rows", file=sys.stderr)
@@ -271,10 +270,10 @@ if __name__ == "__main__":
     parser.add_argument("--limit", type=int, help="Only the first N haystacks of each dataset.")
     parser.add_argument("--check", type=Path, help="Recompute the table of a finished run and compare.")
     parser.add_argument("--personal", nargs="*", choices=["locomo", "longmemeval"],
-                        help="Ask only the personal-sounding off-topic questions (rows_personal.jsonl).")
+                        help="Ask only the personal-sounding off-topic questions (rows_personal.jsonl.gz).")
     parser.add_argument("--signals", type=Path, help="Add the question-side evidence to a finished run's rows.")
     parser.add_argument("--impersonal", action="store_true",
-                        help="Ask only the impersonal rewrites of legitimate questions (rows_impersonal.jsonl).")
+                        help="Ask only the impersonal rewrites of legitimate questions (rows_impersonal.jsonl.gz).")
     args = parser.parse_args()
     if args.impersonal:
         sys.exit(run_impersonal(args.out, args.limit) or 0)

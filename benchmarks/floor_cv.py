@@ -22,14 +22,14 @@ answered down to a best cosine of 0.125 (fitted by everyday_floor_cv.py). The co
 (b, c) so that no legitimate training question would be lost even without the personal
 exemption; ``--trust-exemption`` lets only the impersonal legitimate questions constrain it (not
 shipped: it loses legitimate questions out of sample). The personal-sounding off-topic rows
-(rows_personal.jsonl) are never fitted on; every report scores them under its own fit.
+(rows_personal.jsonl.gz) are never fitted on; every report scores them under its own fit.
 
     python benchmarks/floor_cv.py --evidence --out benchmarks/results/floor/calibration/evidence_floor_cv.json
     python benchmarks/floor_cv.py --evidence --trust-exemption \
         --out benchmarks/results/floor/calibration/evidence_floor_trusting_cv.json
 
 ``--impersonal``: how each floor (cosine-only, the shipped evidence floor, the trusting fit)
-treats legitimate dev questions rewritten impersonally (rows_impersonal.jsonl, written before
+treats legitimate dev questions rewritten impersonally (rows_impersonal.jsonl.gz, written before
 any score and never fitted on), beside its dev figures:
 
     python benchmarks/floor_cv.py --impersonal --out benchmarks/results/floor/calibration/impersonal_rewrites.json
@@ -44,7 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROWS = Path(__file__).parent / "results" / "floor" / "calibration" / "rows.jsonl"
+from diarist.bench.rows import read_jsonl
+
+ROWS = Path(__file__).parent / "results" / "floor" / "calibration" / "rows.jsonl.gz"
 SHIPPED = 0.18
 B_GRID = [round(x, 2) for x in np.arange(0.18, 0.455, 0.01)]
 C_GRID = [round(x, 2) for x in np.arange(0.05, 1.001, 0.05)]
@@ -52,8 +54,7 @@ FOLDS = 5
 
 
 def load(path: Path = ROWS) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in rows if r["kind"] in ("legitimate", "offtopic")]
+    return [r for r in read_jsonl(path) if r["kind"] in ("legitimate", "offtopic")]
 
 
 def fold_of(row: dict) -> int:
@@ -118,12 +119,12 @@ def run(rows: list[dict]) -> dict:
 # -- the evidence floor (diarist.read.floor): the two-signal rule for impersonal questions -----
 
 PERSONAL_FLOOR = 0.125  # fitted across the everyday set, LoCoMo and LongMemEval (benchmarks/everyday_floor_cv.py); was 0.10
-PERSONAL_ROWS = ROWS.with_name("rows_personal.jsonl")
+PERSONAL_ROWS = ROWS.with_name("rows_personal.jsonl.gz")
 
 
 def load_evidence(path: Path = ROWS) -> list[dict]:
     """Legitimate, abstention and off-topic rows, each with its ``personal`` flag."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path)
 
 
 def evidence_empty(rows: list[dict], b: float, c: float, personal_floor: float = PERSONAL_FLOOR) -> np.ndarray:
@@ -199,7 +200,7 @@ def run_evidence(rows: list[dict], personal: list[dict], conservative: bool = Tr
     return out
 
 
-IMPERSONAL_ROWS = ROWS.with_name("rows_impersonal.jsonl")
+IMPERSONAL_ROWS = ROWS.with_name("rows_impersonal.jsonl.gz")
 
 #: The floors the impersonal rewrites are scored under: name -> a cosine-only floor, or which
 #: fit of the evidence floor (diarist.read.floor) to score.
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trust-exemption", action="store_true",
                         help="Evidence floor fitted on the impersonal legitimate questions only (not shipped).")
     parser.add_argument("--impersonal", action="store_true",
-                        help="How each floor treats legitimate questions asked impersonally (rows_impersonal.jsonl).")
+                        help="How each floor treats legitimate questions asked impersonally (rows_impersonal.jsonl.gz).")
     args = parser.parse_args(argv)
     if args.impersonal:
         result = run_impersonal(load_evidence(args.rows), load_evidence(PERSONAL_ROWS), load_evidence(IMPERSONAL_ROWS))

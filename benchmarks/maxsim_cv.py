@@ -27,6 +27,7 @@ import numpy as np
 
 from diarist.bench import fusion_lab as lab
 from diarist.bench.metrics import session_metrics
+from diarist.bench.rows import read_jsonl, rows_path
 from diarist.read.question import Question
 from diarist.rerank.evidence import EvidenceReranker
 from diarist.rerank.maxsim import blend_order
@@ -90,11 +91,11 @@ def mean_metrics(pairs: list[tuple[Replay, dict]]) -> dict[str, float]:
 
 def replay_check(replays: list[Replay], runs: Path) -> dict:
     """Share of questions whose weight-0 replay ranks sessions exactly as the committed default
-    run (``runs/default/rows.jsonl``) did."""
-    path = runs / "default" / "rows.jsonl"
+    run (``runs/default``'s rows) did."""
+    path = rows_path(runs / "default")
     if not path.exists():
         return {"skipped": f"{path} missing"}
-    committed = {r["id"]: r["ranked"] for r in map(json.loads, path.read_text().splitlines())}
+    committed = {r["id"]: r["ranked"] for r in read_jsonl(path)}
     same = sum(r.ranked("convex", 0.0, 0) == committed.get(r.row["id"]) for r in replays)
     return {"questions": len(replays), "same_ranking": same}
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="write the report here (JSON)")
     parser.add_argument("--check", nargs="+", metavar="DATASET=DIR", default=[],
                         help="the committed runs the weight-0 replay is checked against, per dataset "
-                        "(DIR/default/rows.jsonl; default: benchmarks/results/DATASET)")
+                        "(DIR/default/rows.jsonl.gz; default: benchmarks/results/DATASET)")
     args = parser.parse_args(argv)
     files = dict(item.split("=", 1) for item in args.rows)
     check = {d: Path(f) for d, f in (item.split("=", 1) for item in args.check)}

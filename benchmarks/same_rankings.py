@@ -20,6 +20,7 @@ from pathlib import Path
 
 from diarist import lexical
 from diarist.bench.configs import get_config
+from diarist.bench.rows import read_rows
 from diarist.bench.runner import run_benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +34,8 @@ SLICES = {  # dataset -> (data file, committed run folder, slice options)
 }
 
 
-def rows_by_id(path: Path) -> dict[str, dict]:
-    return {r["id"]: {k: r.get(k) for k in COMPARED} for r in map(json.loads, path.read_text().splitlines())}
+def rows_by_id(run: Path) -> dict[str, dict]:
+    return {r["id"]: {k: r.get(k) for k in COMPARED} for r in read_rows(run)}
 
 
 def committed_analyzer(run: Path) -> int | None:
@@ -68,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         outs = [out_root / dataset / c.name for c in configs]
         run_benchmarks(dataset, DATA / file, configs, outs, progress=False, **({} if args.full else options))
         for config, out in zip(configs, outs):
-            differ = compare(RESULTS / committed / config.name / "rows.jsonl", out / "rows.jsonl")
-            n = len(rows_by_id(out / "rows.jsonl"))
+            differ = compare(RESULTS / committed / config.name, out)
+            n = len(rows_by_id(out))
             print(f"{dataset:12s} {config.name:14s} {n:4d} rows, {len(differ)} differ from the committed run"
                   + (f": {', '.join(differ[:5])}" if differ else ""))
             failed |= bool(differ)

@@ -30,6 +30,7 @@ import numpy as np
 
 from diarist import settings
 from diarist.bench import fusion_lab as lab
+from diarist.bench.rows import read_rows
 from diarist.dates import normalise_date
 from diarist.read.fusion import RRF_K
 from diarist.rerank.evidence import EvidenceReranker
@@ -73,11 +74,7 @@ class Replay:
 
 
 def load(dataset: str, depth: int = settings.RERANK_DEPTH) -> tuple[list[Replay], dict[str, dict]]:
-    questions = {}
-    with open(RESULTS / dataset / "default" / "rows.jsonl") as f:
-        for line in f:
-            row = json.loads(line)
-            questions[row["id"]] = row
+    questions = {row["id"]: row for row in read_rows(RESULTS / dataset / "default")}
     with gzip.open(RESULTS / "fusion" / "pools" / f"{dataset}.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]
     return [Replay(row, questions[row["id"]]["question"], depth) for row in rows], questions

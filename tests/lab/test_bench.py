@@ -17,7 +17,7 @@ from conftest import LOCOMO_PATH, LONGMEMEVAL_PATH, data_file, needs_data
 from diarist.bench.cli import bench
 from diarist.bench.data import parse_evidence
 from diarist.bench.metrics import session_metrics
-from diarist.bench.report import find_runs, sign_test, verify_run
+from diarist.bench.report import find_runs, read_rows, sign_test, verify_run
 from diarist.bench.configs import CONFIGS, get_config
 from diarist.bench.runner import STUDY_HOOKS, Chunker, Runner
 from diarist.embed import get_embedder
@@ -120,9 +120,9 @@ def slice_runs(tmp_path_factory):
 @pytest.mark.slow
 def test_slice_writes_every_output(slice_runs):
     for run in (slice_runs / "lme" / "default", slice_runs / "lme" / "vectors-only", slice_runs / "locomo"):
-        for name in ("rows.jsonl", "summary.json", "summary.md", "config.json", "recall_by_type.png"):
+        for name in ("rows.jsonl.gz", "summary.json", "summary.md", "config.json", "recall_by_type.png"):
             assert (run / name).exists(), run / name
-    rows = [json.loads(line) for line in (slice_runs / "lme" / "default" / "rows.jsonl").open()]
+    rows = read_rows(slice_runs / "lme" / "default")
     assert len(rows) == 3
     for row in rows:
         assert row["config"] == "default" and row["gold"] and set(row["gold"]) <= set(row["ranked"])
@@ -143,8 +143,8 @@ def test_a_second_run_reads_the_cache_and_ranks_the_same(slice_runs, tmp_path):
                                    "--cache", str(slice_runs / "cache.sqlite"), "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "config.json").read_text())["embedded_this_run"]["texts"] == 0
-    first = [json.loads(x)["ranked"] for x in (slice_runs / "locomo" / "rows.jsonl").open()]
-    again = [json.loads(x)["ranked"] for x in (tmp_path / "rows.jsonl").open()]
+    first = [r["ranked"] for r in read_rows(slice_runs / "locomo")]
+    again = [r["ranked"] for r in read_rows(tmp_path)]
     assert first == again
 
 

@@ -14,7 +14,7 @@ from diarist.bench import context_bench as cb
 from diarist.bench.cli import bench
 from diarist.bench.configs import get_config
 from diarist.bench.data import Question
-from diarist.bench.report import verify_run
+from diarist.bench.report import read_rows, verify_run, write_run
 from diarist.write.validate import FactInput, SessionInput
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,9 +141,10 @@ def _rows(runner, hay, items, memory):
 
 def test_summary_verifies_then_fails_on_an_edited_cell(asked, tmp_path):
     rows = _rows(*asked)
-    meta = {"benchmark": "context", "dataset": "locomo", "config_name": "default", "command": "test"}
+    meta = {"benchmark": "context", "dataset": "locomo", "config_name": "default", "command": "test",
+            "description": "test", "code_version": "git:abc1234"}
     run = tmp_path / "run"
-    summary = cb.write_context_run(run, rows, [], meta)
+    summary = write_run(run, rows, meta, [])
     assert verify_run(run) == []
     assert summary["overall"]["all"]["n"] == 2 and summary["offtopic"]["offtopic"]["n"] == 1
     cells = summary["overall"]["all"]
@@ -192,13 +193,13 @@ def test_shortfact_and_longmemeval_context_end_to_end(tmp_path):
     r = cli.invoke(bench, ["shortfact", "--data", str(ROOT / "benchmarks" / "data" / "short_fact_questions.json"),
                            "--sessions", str(LME), "--limit", "2", "--out", str(tmp_path / "sf"), *cache])
     assert r.exit_code == 0, r.output
-    rows = [json.loads(x) for x in (tmp_path / "sf" / "rows.jsonl").open()]
+    rows = read_rows(tmp_path / "sf")
     assert [r["id"] for r in rows] == ["sf01", "sf02"] and rows[0]["question"] == "Where do I live?"
     assert all(r["kind"] == "shortfact" and "shortfact" in r for r in rows)
     r = cli.invoke(bench, ["longmemeval", "--context", "--data", str(LME), "--limit", "2", "--stride", "90",
                            "--out", str(tmp_path / "lme"), *cache])
     assert r.exit_code == 0, r.output
-    rows = [json.loads(x) for x in (tmp_path / "lme" / "rows.jsonl").open()]
+    rows = read_rows(tmp_path / "lme")
     assert [r["kind"] for r in rows] == ["legitimate", "offtopic", "offtopic_personal"] * 2
     assert (tmp_path / "lme" / cb.CANDIDATES).exists()
     config = json.loads((tmp_path / "lme" / "config.json").read_text())
@@ -231,11 +232,12 @@ def test_a_cut_reaches_the_memory(asked, tmp_path):
 def test_compare_pairs_context_runs(asked, tmp_path):
     from diarist.bench.report import compare_runs
     rows = _rows(*asked)
-    meta = {"benchmark": "context", "dataset": "locomo", "config_name": "default", "command": "test"}
-    cb.write_context_run(tmp_path / "a", rows, [], meta)
+    meta = {"benchmark": "context", "dataset": "locomo", "config_name": "default", "command": "test",
+            "description": "test", "code_version": "git:abc1234"}
+    write_run(tmp_path / "a", rows, meta, [])
     flipped = [dict(r) for r in rows]
     flipped[0]["evidence_in_block"] = not flipped[0]["evidence_in_block"]
-    cb.write_context_run(tmp_path / "b", flipped, [], meta)
+    write_run(tmp_path / "b", flipped, meta, [])
     report = compare_runs(tmp_path / "a", tmp_path / "b")
     line = next(x for x in report.splitlines() if x.startswith("| evidence_in_block"))
     assert ("+1 | -0" in line) != ("+0 | -1" in line)

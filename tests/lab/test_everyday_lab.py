@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from diarist.bench.everyday import EverydayQuestion, changed_cells, haystack_sessions, load_questions, question_row
 from diarist.bench.everyday_summary import summarise
+from diarist.bench.rows import read_rows
 from diarist.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,8 +154,8 @@ def test_a_run_verifies_and_a_tampered_summary_does_not(runs):
 
 def test_each_half_asks_only_its_questions_and_the_manifest_names_the_command(runs):
     for half in ("dev", "heldout"):
-        lines = (runs / half / "rows.jsonl").read_text(encoding="utf-8").splitlines()
-        assert lines and {json.loads(line)["half"] for line in lines} == {half}
+        rows = read_rows(runs / half)
+        assert rows and {row["half"] for row in rows} == {half}
         manifest = json.loads((runs / half / "manifest.json").read_text(encoding="utf-8"))
         assert f"--half {half}" in manifest["command"] and (runs / half / "candidates.jsonl.gz").exists()
 

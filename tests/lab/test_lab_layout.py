@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from diarist.bench.report import CONTEXT_RUN_FILES, RUN_FILES, find_runs
+from diarist.bench.rows import has_rows
 from diarist.bench.xquad_summary import RUN_FILES as XQUAD_RUN_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +96,7 @@ def test_every_bench_run_has_its_manifest_and_verify_finds_each():
         assert manifest["kind"] == "bench-run" and manifest["files"] in (RUN_FILES, CONTEXT_RUN_FILES, XQUAD_RUN_FILES)
         assert manifest["command"] == meta["command"], f"{run}: manifest and config.json disagree on the command"
         assert manifest["commit"] == meta["code_version"].removeprefix("git:")
-    others = [f for f, m in found.items() if (f / "rows.jsonl").exists() and m["kind"] != "bench-run"]
+    others = [f for f, m in found.items() if has_rows(f) and m["kind"] != "bench-run"]
     assert not set(others) & set(runs), "a folder of another tool's rows is taken for a bench run"
 
 

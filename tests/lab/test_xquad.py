@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from diarist.bench.cli import bench
-from diarist.bench.report import compare_runs, verify_run
+from diarist.bench.report import compare_runs, read_rows, verify_run
 from diarist.bench.xquad import DATA, DEV_LANGUAGES, load_language, question_row
 from diarist.bench.xquad_summary import summarise
 
@@ -60,7 +60,7 @@ def test_bench_xquad_on_five_paragraphs_writes_a_run_that_verifies(tmp_path):
     result = CliRunner().invoke(bench, ["xquad", "--data", str(data), "--lang", "en,de", "--cross", "--out", str(out),
                                         "--embedder", "hash", "--no-cache"])
     assert result.exit_code == 0, result.output
-    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = read_rows(out)
     questions = len(load_language(data, "en")[1])
     assert questions > 5
     assert len(rows) == 3 * questions  # en/en, de/de, de/en

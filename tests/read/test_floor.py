@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from diarist import Memory
+from diarist.bench.rows import read_jsonl
 
 from benchmark_scripts import load_benchmark_script
 from conftest import LOCOMO_PATH, data_file
@@ -37,7 +38,7 @@ def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question
     folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
     script = _floor_script()
     assert script.check(folder) == 0
-    rows = [json.loads(line) for line in open(folder / "rows.jsonl")]
+    rows = read_jsonl(folder / script.ROWS)
     from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
     floor = MiniLMOnnxEmbedder.relevance_floor
@@ -47,10 +48,11 @@ def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question
 
 def test_check_fails_when_a_cell_is_edited(tmp_path) -> None:
     folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
-    (tmp_path / "rows.jsonl").write_text((folder / "rows.jsonl").read_text())
+    script = _floor_script()
+    (tmp_path / script.ROWS).write_bytes((folder / script.ROWS).read_bytes())
     summary = (folder / "summary.md").read_text()
     (tmp_path / "summary.md").write_text(summary.replace("0/1421", "1/1421", 1))
-    assert _floor_script().check(tmp_path) == 1
+    assert script.check(tmp_path) == 1
 
 
 @pytest.mark.slow
@@ -144,8 +146,7 @@ def test_committed_signals_are_the_librarys_on_every_locomo_conversation() -> No
     from diarist.bench.data import load_locomo
 
     folder = ROOT / "benchmarks" / "results" / "floor" / "calibration"
-    rows = [json.loads(line) for name in ("rows.jsonl", "rows_personal.jsonl", "rows_impersonal.jsonl")
-            for line in open(folder / name)]
+    rows = [row for name in (script.ROWS, script.PERSONAL_ROWS, script.IMPERSONAL_ROWS) for row in read_jsonl(folder / name)]
     assert all(r["personal_signal"] == script.PERSONAL_SIGNAL for r in rows)
     by_unit: dict[str, list[dict]] = {}
     for row in rows:

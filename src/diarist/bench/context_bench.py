@@ -29,7 +29,6 @@ coverage of the question's terms and its cost in the block, so a cut can be repl
 
 from __future__ import annotations
 
-import gzip
 import json
 import time
 from collections.abc import Callable
@@ -50,13 +49,12 @@ from ..write.validate import FactInput, SessionInput
 from .configs import BenchConfig
 from .data import Haystack, Question
 from .context_summary import BENCHMARK, DIGITS, KNOWLEDGE_UPDATE, compare_context, render_markdown, summarise  # noqa: F401  (tests read them here)
-from .report import CONTEXT_RUN_FILES, write_manifest
+from .report import CANDIDATES, write_run  # noqa: F401  (CANDIDATES: tests read it here)
 from .runner import APP, LOADERS, Prepared, Runner, _sha256, code_version
 
 OFFTOPIC = Path("benchmarks/data/offtopic_questions.txt")
 OFFTOPIC_PERSONAL = Path("benchmarks/data/offtopic_personal_questions.txt")
 SHORT_FACTS = Path("benchmarks/data/short_fact_questions.json")
-CANDIDATES = "candidates.jsonl.gz"
 
 
 # -- the questions -------------------------------------------------------------------------------
@@ -335,22 +333,6 @@ class ContextRunner:
 # -- the summary (verify re-derives it) -------------------------------------------------------------
 
 
-def write_context_run(out: Path, rows: list[dict[str, Any]], candidates: list[dict[str, Any]],
-                      meta: dict[str, Any]) -> dict[str, Any]:
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows.jsonl", "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with gzip.open(out / CANDIDATES, "wt", encoding="utf-8") as f:
-        for c in candidates:
-            f.write(json.dumps(c, ensure_ascii=False) + "\n")
-    (out / "config.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    summary = summarise(rows, meta["dataset"], meta["config_name"])
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
-    return summary
-
-
 def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | Path, *, limit: int | None = None,
                 stride: int | None = None, embedder: str = settings.EMBEDDER, cache_path: str | Path | None = None,
                 threads: int | None = None, offtopic: Path | None = OFFTOPIC, personal: Path | None = OFFTOPIC_PERSONAL,
@@ -406,9 +388,7 @@ def run_context(dataset: str, data: str | Path, config: BenchConfig, out: str | 
         "limit": limit, "stride": stride, "type": qtype, "n_haystacks": len(haystacks), "code_version": version,
         "started_at": started, "wall_s": round(time.perf_counter() - t0, 1), "command": " ".join(command),
     }
-    summary = write_context_run(Path(out), rows, candidates, meta)
-    write_manifest(Path(out), meta, CONTEXT_RUN_FILES)
-    return summary
+    return write_run(Path(out), rows, meta, candidates)
 
 
 def _trim_meta(trim: str) -> dict[str, Any] | None:

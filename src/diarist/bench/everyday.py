@@ -20,7 +20,6 @@ each in ``candidates.jsonl.gz`` (each hit's channel scores), to replay a cut off
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -37,8 +36,8 @@ from .. import settings
 from ..importers import read_all
 from ..memory import Memory
 from ..write.validate import FactInput, SessionInput
-from .everyday_summary import BENCHMARK, dump, render_markdown, summarise
-from .report import CONTEXT_RUN_FILES, write_manifest
+from .everyday_summary import BENCHMARK
+from .report import write_run
 from .runner import APP, code_version
 
 DATA = Path("benchmarks/data/everyday")
@@ -50,7 +49,6 @@ HALVES = ("dev", "heldout", "all")
 # front matter date is dated by; fixed so a run does not depend on when the files were checked out.
 VAULT_MTIME = datetime(2026, 1, 15, 12, tzinfo=timezone.utc).timestamp()
 RANK_DEPTH = 10  # the gold's rank is looked for in this many search hits
-CANDIDATES = "candidates.jsonl.gz"  # the search hits of every question, for replaying a cut offline
 
 
 @dataclass
@@ -191,7 +189,7 @@ def _sha256(path: Path) -> str:
 def run_everyday(data: str | Path, out: str | Path, *, half: str = "all", embedder: str = settings.EMBEDDER,
                  cache_path: str | Path | None = None, threads: int | None = None, trim: str = "auto",
                  haystack: str | None = None, progress: bool = True) -> dict[str, Any]:
-    """One run into ``out``: rows.jsonl, summary.json/.md, config.json, manifest.json."""
+    """One run into ``out`` (``report.write_run``): rows, candidates, summary.json/.md, config.json, manifest.json."""
     from tqdm import tqdm
 
     from .configs import get_config
@@ -237,21 +235,4 @@ def run_everyday(data: str | Path, out: str | Path, *, half: str = "all", embedd
         "data_dir": str(data), "data_sha256": _sha256(data / QUESTIONS), "code_version": code_version(),
         "started_at": started, "wall_s": round(time.perf_counter() - t0, 1), "command": " ".join(command),
     }
-    return write_everyday_run(out, rows, candidates, meta)
-
-
-def write_everyday_run(out: Path, rows: list[dict[str, Any]], candidates: list[dict[str, Any]],
-                       meta: dict[str, Any]) -> dict[str, Any]:
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows.jsonl", "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with gzip.open(out / CANDIDATES, "wt", encoding="utf-8") as f:
-        for c in candidates:
-            f.write(json.dumps(c, ensure_ascii=False) + "\n")
-    (out / "config.json").write_text(dump(meta), encoding="utf-8")
-    summary = summarise(rows, meta["dataset"], meta["config_name"])
-    (out / "summary.json").write_text(dump(summary), encoding="utf-8")
-    (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
-    write_manifest(out, meta, CONTEXT_RUN_FILES)
-    return summary
+    return write_run(out, rows, meta, candidates)

@@ -4,36 +4,64 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import context_summary, everyday_summary, xquad_summary
 from .metrics import KS, render_markdown, summarise
-from .rows import read_rows, sign_test  # noqa: F401  (re-exported: callers import them from here)
+from .rows import PLAIN_ROWS, ROWS, dump, has_rows, read_rows, rows_path, write_jsonl_gz
+from .rows import sign_test  # noqa: F401  (re-exported: callers import it from here)
 
 PLOT = "recall_by_type.png"
+CANDIDATES = "candidates.jsonl.gz"  # a block's search hits, for replaying a cut offline (context, everyday)
+
+Derive = Callable[[list[dict[str, Any]], str, str], dict[str, Any]]
+Render = Callable[[dict[str, Any], dict[str, Any]], str]
+# config.json's "benchmark" -> how its runs' summaries are derived from the rows and rendered; a run
+# without one is a retrieval run (``diarist bench``), the only kind with a plot.
+SUMMARIES: dict[str | None, tuple[Derive, Render]] = {
+    None: (summarise, render_markdown),
+    context_summary.BENCHMARK: (context_summary.summarise, context_summary.render_markdown),
+    everyday_summary.BENCHMARK: (everyday_summary.summarise, everyday_summary.render_markdown),
+    xquad_summary.BENCHMARK: (xquad_summary.summarise, xquad_summary.render_markdown),
+}
 
 
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+def _summary_of(meta: dict[str, Any]) -> tuple[Derive, Render]:
+    benchmark = meta.get("benchmark")
+    if benchmark not in SUMMARIES:
+        raise ValueError(f"config.json names benchmark {benchmark!r}; known: {sorted(b for b in SUMMARIES if b)}")
+    return SUMMARIES[benchmark]
 
 
-def write_run(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+def write_run(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any],
+              candidates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Every benchmark's run folder: ``rows.jsonl.gz`` (one row a question), ``config.json`` (``meta``),
+    ``summary.json``/``.md`` derived from the rows as ``verify`` derives them (by
+    ``meta["benchmark"]``), ``candidates.jsonl.gz`` when given, a retrieval run's plot, and
+    ``manifest.json`` naming them. Returns the summary."""
+    derive, render = _summary_of(meta)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows.jsonl", "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    (out / "config.json").write_text(_dump(meta), encoding="utf-8")
-    summary = summarise(rows, meta["dataset"], meta["config_name"])
-    (out / "summary.json").write_text(_dump(summary), encoding="utf-8")
-    (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
-    plot(summary, out / PLOT)
-    write_manifest(out, meta)
+    write_jsonl_gz(out / ROWS, rows)
+    files = [ROWS, "config.json", "summary.json", "summary.md"]
+    if candidates is not None:
+        write_jsonl_gz(out / CANDIDATES, candidates)
+        files.append(CANDIDATES)
+    (out / "config.json").write_text(dump(meta), encoding="utf-8")
+    summary = derive(rows, meta["dataset"], meta["config_name"])
+    (out / "summary.json").write_text(dump(summary), encoding="utf-8")
+    (out / "summary.md").write_text(render(summary, meta), encoding="utf-8")
+    if meta.get("benchmark") is None:
+        plot(summary, out / PLOT)
+        files.append(PLOT)
+    write_manifest(out, meta, files)
     return summary
 
 
-RUN_FILES = ["rows.jsonl", "config.json", "summary.json", "summary.md", PLOT]
+RUN_FILES = [ROWS, "config.json", "summary.json", "summary.md", PLOT]
 # A context-block run has no plot; it keeps the hits each block was built from, for replaying a cut.
-CONTEXT_RUN_FILES = ["rows.jsonl", "config.json", "summary.json", "summary.md", "candidates.jsonl.gz"]
+CONTEXT_RUN_FILES = [ROWS, "config.json", "summary.json", "summary.md", CANDIDATES]
 
 
 def write_manifest(out: Path, meta: dict[str, Any], files: list[str] = RUN_FILES) -> None:
@@ -42,7 +70,7 @@ def write_manifest(out: Path, meta: dict[str, Any], files: list[str] = RUN_FILES
     manifest = {"kind": "bench-run", "what": meta["description"], "command": meta["command"],
                 "commit": str(meta["code_version"]).removeprefix("git:"), "files": files,
                 "check": f"diarist bench verify {out}"}
-    (out / "manifest.json").write_text(_dump(manifest), encoding="utf-8")
+    (out / "manifest.json").write_text(dump(manifest), encoding="utf-8")
 
 
 def plot(summary: dict[str, Any], path: Path) -> None:
@@ -95,29 +123,19 @@ def _diff(stored: Any, fresh: Any, where: str, out: list[str]) -> None:
 
 def verify_run(run: Path) -> list[str]:
     """Every discrepancy between a run's summary files and what its rows give (empty: all good)."""
-    problems: list[str] = []
-    for name in ("rows.jsonl", "config.json", "summary.json", "summary.md"):
-        if not (run / name).exists():
-            problems.append(f"{run}/{name}: missing")
+    rows_file = rows_path(run)
+    problems = [f"{path}: missing" for path in (rows_file, *(run / name for name in ("config.json", "summary.json", "summary.md")))
+                if not path.exists()]
     if problems:
         return problems
     meta = json.loads((run / "config.json").read_text(encoding="utf-8"))
     rows = read_rows(run)
     for i, row in enumerate(rows, start=1):
         if row.get("config") != meta["config_name"]:
-            problems.append(f"{run}/rows.jsonl row {i}: config {row.get('config')!r}, run is {meta['config_name']!r}")
-    context = meta.get("benchmark") in ("context", "everyday", "xquad")  # a block or XQuAD run: no plot
-    if meta.get("benchmark") == "context":  # a context-block run (diarist.bench.context_bench)
-        from . import context_summary
-        derive, render = context_summary.summarise, context_summary.render_markdown
-    elif meta.get("benchmark") == "everyday":  # the everyday set (diarist.bench.everyday)
-        from . import everyday_summary
-        derive, render = everyday_summary.summarise, everyday_summary.render_markdown
-    elif meta.get("benchmark") == "xquad":  # XQuAD (diarist.bench.xquad)
-        from . import xquad_summary
-        derive, render = xquad_summary.summarise, xquad_summary.render_markdown
-    else:
-        derive, render = summarise, render_markdown
+            problems.append(f"{rows_file} row {i}: config {row.get('config')!r}, run is {meta['config_name']!r}")
+    if meta.get("benchmark") not in SUMMARIES:
+        return problems + [f"{run}/config.json: benchmark {meta['benchmark']!r}, which no summary knows"]
+    derive, render = _summary_of(meta)
     fresh = derive(rows, meta["dataset"], meta["config_name"])
     stored = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     _diff(stored, fresh, f"{run}/summary.json", problems)
@@ -131,24 +149,25 @@ def verify_run(run: Path) -> list[str]:
                 break
         else:
             problems.append(f"{run}/summary.md: {len(old)} lines, rows give {len(new)}")
-    if not context and not (run / PLOT).exists():
+    if meta.get("benchmark") is None and not (run / PLOT).exists():  # only a retrieval run has a plot
         problems.append(f"{run}/{PLOT}: missing")
     return problems
 
 
 def find_runs(paths: list[Path]) -> list[Path]:
-    """Run folders (holding rows.jsonl) at or under the given paths."""
+    """Run folders (holding rows.jsonl.gz, or an older run's rows.jsonl) at or under the given paths."""
     runs: list[Path] = []
     for p in paths:
-        if (p / "rows.jsonl").exists():
+        if has_rows(p):
             runs.append(p)
         elif p.is_dir():
-            runs += sorted(q.parent for q in p.rglob("rows.jsonl") if _bench_run(q.parent))
+            folders = {q.parent for name in (ROWS, PLAIN_ROWS) for q in p.rglob(name)}
+            runs += sorted(f for f in folders if _bench_run(f))
     return runs
 
 
 def _bench_run(folder: Path) -> bool:
-    """Whether a folder holding rows.jsonl is a bench run: not when its manifest says it holds
+    """Whether a folder holding rows is a bench run: not when its manifest says it holds
     another tool's rows (the floor calibration's, checked by its own script)."""
     manifest = folder / "manifest.json"
     return not manifest.exists() or json.loads(manifest.read_text(encoding="utf-8")).get("kind") == "bench-run"
@@ -190,14 +209,11 @@ def compare_runs(a: Path, b: Path, set_name: str | None = None, metrics: tuple[s
     """A markdown report of B against A, paired on the questions both answered."""
     meta_a = json.loads((a / "config.json").read_text(encoding="utf-8"))
     if meta_a.get("benchmark") == "context":  # two context-block runs (diarist.bench.context_bench)
-        from .context_summary import compare_context
-        return compare_context(a, b, set_name)
+        return context_summary.compare_context(a, b, set_name)
     if meta_a.get("benchmark") == "everyday":  # two runs of the everyday set (diarist.bench.everyday)
-        from .everyday_summary import compare_everyday
-        return compare_everyday(a, b, set_name)
+        return everyday_summary.compare_everyday(a, b, set_name)
     if meta_a.get("benchmark") == "xquad":  # two XQuAD runs (diarist.bench.xquad)
-        from .xquad_summary import compare_xquad
-        return compare_xquad(a, b, set_name)
+        return xquad_summary.compare_xquad(a, b, set_name)
     meta_b = json.loads((b / "config.json").read_text(encoding="utf-8"))
     dataset = meta_a["dataset"]
     if meta_b["dataset"] != dataset:

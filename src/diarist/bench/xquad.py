@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from .everyday_summary import dump
-from .report import write_manifest
-from .xquad_summary import BENCHMARK, PIVOT, RUN_FILES, render_markdown, summarise
+from .report import write_run
+from .xquad_summary import BENCHMARK, PIVOT
 
 DATA = Path("benchmarks/data/xquad")
 DEV_LANGUAGES = ("en", "de", "es", "ru", "zh", "ar", "hi")
@@ -112,7 +111,7 @@ def ask_all(memory: Any, lang: str, mode: str, questions: list[tuple[str, str, s
 def run_xquad(data: str | Path, out: str | Path, *, langs: list[str], cross: bool = False, every: int = 1,
               embedder: str = settings.EMBEDDER, cache_path: str | Path | None = None, threads: int | None = None,
               progress: bool = True) -> dict[str, Any]:
-    """One run into ``out``: rows.jsonl, summary.json/.md, config.json, manifest.json."""
+    """One run into ``out`` (``report.write_run``): rows, summary.json/.md, config.json, manifest.json."""
     from tqdm import tqdm
 
     from .configs import get_config
@@ -159,13 +158,4 @@ def run_xquad(data: str | Path, out: str | Path, *, langs: list[str], cross: boo
         "code_version": code_version(), "started_at": started, "wall_s": round(time.perf_counter() - t0, 1),
         "command": " ".join(command),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "rows.jsonl", "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    (out / "config.json").write_text(dump(meta), encoding="utf-8")
-    summary = summarise(rows, meta["dataset"], meta["config_name"])
-    (out / "summary.json").write_text(dump(summary), encoding="utf-8")
-    (out / "summary.md").write_text(render_markdown(summary, meta), encoding="utf-8")
-    write_manifest(out, meta, RUN_FILES)
-    return summary
+    return write_run(out, rows, meta)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import _fmt, _mean
-from .rows import read_rows, sign_test
+from .rows import ROWS, read_rows, sign_test
 
 BENCHMARK = "xquad"
 PIVOT = "en"  # the memory's language in the cross-lingual mode
@@ -21,7 +21,7 @@ MODES = ("mono", "cross")
 # (mode, language or "*" for the others, at least): issue 43's R@1 targets.
 TARGETS = (("mono", "en", 0.95), ("mono", "*", 0.90), ("cross", "*", 0.75))
 #: What a run's folder holds (no plot, no candidates: a row keeps its paragraph's rank and the top hit).
-RUN_FILES = ["rows.jsonl", "config.json", "summary.json", "summary.md"]
+RUN_FILES = [ROWS, "config.json", "summary.json", "summary.md"]
 
 
 
