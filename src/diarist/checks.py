@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
@@ -24,17 +25,18 @@ from .read.lines import NAMED as NAMED_LINES
 from .read.lines import TRIM_NAMES, LinesParams
 from .read.search import SearchSettings, check_dense_weight, check_fusion, stage_named
 from .read.trim import TrimParams
-from .rerank import get_reranker
+from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Item, Store
 from .write.validate import MAX_QUERY_CHARS, check_date, check_metadata, check_text, shown
 
 MAX_SEARCH_K = 10_000  # hits one search may ask for
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def open_cache(cache: "str | os.PathLike[str] | EmbeddingCache | None") -> "EmbeddingCache | None":
     """The embedding cache a path names (opened here), or the cache object given, or None.
     A bad path is a StoreError: a folder, a FIFO or a NUL in it raised sqlite3 or ValueError."""
-    if cache is None or hasattr(cache, "embed_int8"):
+    if cache is None or isinstance(cache, EmbeddingCache):
         return cache
     if not isinstance(cache, (str, os.PathLike)):
         raise ConfigError(f"embed_cache must be a path or an EmbeddingCache, not {type(cache).__name__}")
@@ -131,15 +133,28 @@ def check_page(kind: Any, limit: Any, offset: Any, newest_first: Any) -> str:
     return kind
 
 
+def check_list_filters(where: Any, since: Any, until: Any) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """``Memory.list``'s filters checked: ``where`` as search's (None or a non-empty object of
+    metadata keys and values), ``since``/``until`` None or a day (YYYY-MM-DD)."""
+    if where is not None:
+        if not isinstance(where, dict) or not where:
+            raise InvalidInput(f"where must be a non-empty object of metadata keys and values, got {shown(where)}")
+        where = check_metadata(where, "where")
+    for name, day in (("since", since), ("until", until)):
+        if day is not None and not (isinstance(day, str) and _DAY.fullmatch(day)):
+            raise InvalidInput(f"{name} must be a day YYYY-MM-DD or None, got {shown(day)}")
+    return where, since, until
+
+
 def floor_option(embedder: Embedder, floor: float | str | Floor | None) -> Floor | None:
     """"auto": the embedder's evidence floor, else its cosine floor; "cosine": its cosine
     floor alone (the floor before it read the question and the lexical index); a number: a
     cosine-only floor there; a Floor as given; None: no floor."""
     if floor == "auto" or floor == "cosine":
-        evidence = getattr(embedder, "evidence_floor", None)
+        evidence = embedder.evidence_floor
         if floor == "auto" and evidence is not None:
             return evidence
-        cosine = getattr(embedder, "relevance_floor", None)
+        cosine = embedder.relevance_floor
         return None if cosine is None else Floor(float(cosine))
     if floor is None or isinstance(floor, Floor):
         return floor
@@ -177,10 +192,7 @@ def check_search_call(query: Any, k: Any, previous: Any, rerank: Any, explain: A
     if not isinstance(explain, bool):
         raise InvalidInput(f"explain must be True or False, got {shown(explain)}")
     when = check_date(now, "now")
-    if where is not None:
-        if not isinstance(where, dict) or not where:
-            raise InvalidInput(f"where must be a non-empty object of metadata keys and values, got {shown(where)}")
-        where = check_metadata(where, "where")
+    where, _, _ = check_list_filters(where, None, None)
     return query, previous, when, where
 
 
@@ -252,7 +264,7 @@ def derived_options(current: SearchSettings, embedder: Embedder,
     settings_now = replace(current, **changes)
     if "reranker" in options:
         spec = options["reranker"]
-        if not (spec is None or isinstance(spec, str) or callable(getattr(spec, "rerank", None))):
+        if not (spec is None or isinstance(spec, (str, Reranker))):
             raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
         other["reranker"] = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
     return settings_now, other

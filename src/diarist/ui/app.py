@@ -89,7 +89,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     (``diarist serve``); otherwise every app, and only to requests addressed to a loopback
     host (``diarist ui``: a web page elsewhere cannot reach it through DNS rebinding).
     ``allowed_hosts``: the Host names accepted in local mode (default: loopback names)."""
-    signer = Signer(memory.store)
+    signer = Signer(memory.keys)
     hosts = allowed_hosts or LOOPBACK_HOSTS
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["q"] = _q
@@ -100,10 +100,10 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
             return None
         if session.key_hash is None:
             raise NeedLogin
-        found = memory.store.find_keys(key_hash=session.key_hash)
-        if not found or found[0].revoked_at:
+        app = memory.keys.app_for_hash(session.key_hash)
+        if app is None:
             raise NeedLogin
-        return found[0].app
+        return app
 
     def grant(ctx: Ctx, app: str) -> str:
         if ctx.granted is not None and app != ctx.granted:
@@ -151,8 +151,8 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
             except DiaristError as exc:
                 status = exc.status if exc.status >= 400 else 500
                 message = str(exc)
-                if status >= 500 and memory.store.location:  # where the database lives stays in the server's log
-                    message = message.replace(str(memory.store.location), "the database")
+                if status >= 500 and memory.location:  # where the database lives stays in the server's log
+                    message = message.replace(str(memory.location), "the database")
                 response = render(ctx, "error.html", status, message=message, code=status)
             finally:
                 if ctx.form is not None:
@@ -192,7 +192,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
     counted: dict[str, tuple[Any, dict[str, Any]]] = {}
 
     def counts(app: str) -> dict[str, Any]:
-        version = memory.store.app_version(app)
+        version = memory.app_version(app)
         if version is None:
             return {"sessions": 0, "messages": 0, "facts": 0, "chunks": 0, "lexical_index": "empty"}
         kept = counted.get(app)
@@ -345,7 +345,7 @@ def create_ui(memory: Memory, *, keyed: bool, allowed_hosts: tuple[str, ...] | N
         app = grant(ctx, ctx.request.path_params["app"])
         duplicate = _float(ctx.param("duplicate", str(curate.DUPLICATE_COSINE)), "duplicate")
         related = _float(ctx.param("related", str(curate.RELATED_COSINE)), "related")
-        found = curate.find_pairs(memory, app, duplicate=duplicate, related=related) if app in memory.apps() else None
+        found = memory.similar_pairs(app, duplicate=duplicate, related=related) if app in memory.apps() else None
         return render(ctx, "curate.html", app=app, found=found, duplicate=duplicate, related=related,
                       done=ctx.param("done") or None)
 
