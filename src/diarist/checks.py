@@ -10,7 +10,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from . import settings
@@ -239,32 +239,51 @@ def check_context_call(trim: Any, relative_cut: Any, min_score: Any,
     return trim
 
 
-def derived_options(current: SearchSettings, embedder: Embedder,
-                    options: dict[str, Any]) -> tuple[SearchSettings, dict[str, Any]]:
-    """``Memory.derive``'s options checked: the search settings with them, and the memory's
-    other attributes they set (``cut``, ``reranker``)."""
-    fields = {"depth": "depth", "fusion": "fusion", "dense_weight": "dense_weight", "rrf_k": "rrf_k",
-              "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth", "group": "group"}
-    unknown = set(options) - set(fields) - {"floor", "reranker", "cut"}
+@dataclass(frozen=True)
+class Options:
+    """A memory's search options, as ``Memory(...)`` takes them. ``checked_options`` checks them
+    once and resolves the names into what they name (the floor, the cut, the second stage), so
+    that ``Memory.derive`` is a ``dataclasses.replace`` of a checked record, checked again."""
+
+    depth: int = settings.DEPTH
+    fusion: str = settings.FUSION
+    dense_weight: float = settings.FUSION_DENSE_WEIGHT
+    rrf_k: int = settings.FUSION_RRF_K
+    k1: float = settings.BM25_K1
+    b: float = settings.BM25_B
+    lexical_fusion: bool = True
+    rerank_depth: int = settings.RERANK_DEPTH
+    group: bool = settings.GROUP_BY_MEMORY
+    floor: float | str | Floor | None = settings.FLOOR
+    cut: str | CutParams | None = settings.CUT
+    reranker: Reranker | str | None = settings.RERANKER
+
+    def search_settings(self, fetch_whole_pool: bool) -> SearchSettings:
+        """The read path's settings of checked options (``fetch_whole_pool``: the plan's, see SearchSettings)."""
+        if not (self.floor is None or isinstance(self.floor, Floor)):
+            raise ValueError("search settings are made of checked options (checked_options)")
+        return SearchSettings(depth=self.depth, fusion=self.fusion, dense_weight=self.dense_weight, rrf_k=self.rrf_k,
+                              k1=self.k1, b=self.b, lexical=self.lexical_fusion, rerank_depth=self.rerank_depth,
+                              floor=self.floor, fetch_whole_pool=fetch_whole_pool, group=self.group)
+
+
+def checked_options(options: Options, embedder: Embedder) -> Options:
+    """``options`` checked (ConfigError names a bad one), its names resolved for ``embedder``; a
+    value already resolved (a Floor, a CutParams, a Reranker) is kept as it is."""
+    check_search_numbers({"depth": options.depth, "rrf_k": options.rrf_k, "k1": options.k1, "b": options.b,
+                          "lexical": options.lexical_fusion, "rerank_depth": options.rerank_depth})
+    spec = options.reranker
+    if not (spec is None or isinstance(spec, (str, Reranker))):
+        raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
+    return replace(options, fusion=check_fusion(options.fusion), dense_weight=check_dense_weight(options.dense_weight),
+                   group=check_group(options.group), floor=floor_option(embedder, options.floor),
+                   cut=cut_option(embedder, options.cut),
+                   reranker=get_reranker(spec) if isinstance(spec, str) or spec is None else spec)
+
+
+def derived_options(current: Options, embedder: Embedder, changes: dict[str, Any]) -> Options:
+    """``Memory.derive``'s options: the checked ``current`` with ``changes``, checked."""
+    unknown = set(changes) - {f.name for f in fields(Options)}
     if unknown:
         raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
-    changes = {fields[k]: v for k, v in options.items() if k in fields}
-    check_search_numbers(changes)
-    if "fusion" in changes:
-        changes["fusion"] = check_fusion(changes["fusion"])
-    if "dense_weight" in changes:
-        changes["dense_weight"] = check_dense_weight(changes["dense_weight"])
-    if "group" in changes:
-        changes["group"] = check_group(changes["group"])
-    if "floor" in options:
-        changes["floor"] = floor_option(embedder, options["floor"])
-    other: dict[str, Any] = {}
-    if "cut" in options:
-        other["cut"] = cut_option(embedder, options["cut"])
-    settings_now = replace(current, **changes)
-    if "reranker" in options:
-        spec = options["reranker"]
-        if not (spec is None or isinstance(spec, (str, Reranker))):
-            raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
-        other["reranker"] = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
-    return settings_now, other
+    return checked_options(replace(current, **changes), embedder)

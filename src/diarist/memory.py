@@ -7,6 +7,7 @@ on the way in; channels -> fusion -> second stage -> floor -> context on the way
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -17,9 +18,9 @@ import numpy as np
 
 from . import settings
 from .chat import place_context, question_of
-from .checks import (check_backup_path, check_context_call, check_group, check_list_filters, check_page,
-                     check_search_call, check_search_numbers, cut_option, derived_options, find_item, floor_option,
-                     kinds_of, open_cache, require_app, search_extras)
+from .checks import (Options, check_backup_path, check_context_call, check_list_filters, check_page,
+                     check_search_call, check_search_numbers, checked_options, derived_options, find_item, kinds_of,
+                     open_cache, require_app, search_extras)
 from .embed import Embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, DiaristError, InvalidInput, NotFound, UnknownApp
@@ -32,10 +33,10 @@ from .read.draft import context_draft, line_cosines
 from .read.floor import Floor
 from .read.lines import LinesParams, LineVectors
 from .read.listing import summaries
-from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search
+from .read.search import Channels, Results, run_search
 from .read.similar import Found, find_pairs
 from .read.trim import TrimParams
-from .rerank import Reranker, get_reranker
+from .rerank import Reranker
 from .store.base import AppVersion, Item, Store
 from .store.open import open_store
 from .types import Chunk, Message
@@ -98,14 +99,8 @@ class Memory:
         self.store: Store = open_store(location, create=create)
         try:
             self.embedder, self.plan = fix_embedder_and_plan(self.store, embedder, plan)
-            self.settings = SearchSettings(
-                depth=depth, fusion=check_fusion(fusion), dense_weight=check_dense_weight(dense_weight),
-                rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
-                floor=floor_option(self.embedder, floor), fetch_whole_pool=len(self.plan.sets) > 1, group=check_group(group),
-            )
-            self.cut = cut_option(self.embedder, cut)
-            # A second stage re-reads the top fused candidates (None: the fused order is final).
-            self.reranker = get_reranker(reranker) if isinstance(reranker, str) or reranker is None else reranker
+            self._use(checked_options(Options(depth, fusion, dense_weight, rrf_k, k1, b, lexical_fusion, rerank_depth,
+                                              group, floor, cut, reranker), self.embedder))
             self.chunk_tokens = chunk_tokens
             self.index_lexical = index_lexical
             if not isinstance(store_lines, bool):
@@ -133,14 +128,18 @@ class Memory:
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:
         ``depth``, ``fusion``, ``dense_weight``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``,
-        ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut``. Closing the derived memory
-        leaves the store open."""
-        other = object.__new__(Memory)
-        other.__dict__.update(self.__dict__)
-        other.settings, changed = derived_options(self.settings, self.embedder, options)
-        other.__dict__.update(changed)
+        ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut`` (``checks.Options``: a replace of
+        the memory's checked options, checked again). Closing the derived memory leaves the store open."""
+        other = copy.copy(self)
+        other._use(derived_options(self.options, self.embedder, options))
         other._owns_store = other._owns_cache = False
         return other
+
+    def _use(self, options: Options) -> None:
+        """Search with checked ``options``: their settings, cut and second stage (``reranker``,
+        which re-reads the top fused candidates; None: the fused order is final)."""
+        self.options, self.cut, self.reranker = options, options.cut, options.reranker
+        self.settings = options.search_settings(fetch_whole_pool=len(self.plan.sets) > 1)
 
     def close(self) -> None:
         if self._owns_store:
