@@ -11,6 +11,7 @@ import copy
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +132,8 @@ class Memory:
         ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut`` (``checks.Options``: a replace of
         the memory's checked options, checked again). Closing the derived memory leaves the store open."""
         other = copy.copy(self)
-        other._use(derived_options(self.options, self.embedder, options))
+        current = replace(self.options, cut=self.cut, reranker=self.reranker)  # either may have been set since
+        other._use(derived_options(current, self.embedder, options))
         other._owns_store = other._owns_cache = False
         return other
 
