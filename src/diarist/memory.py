@@ -35,7 +35,7 @@ from .read.floor import Floor
 from .read.lines import LinesParams, LineVectors
 from .read.listing import summaries
 from .read.search import Channels, Results, run_search
-from .read.similar import Found, find_pairs
+from .read.similar import DUPLICATE_COSINE, MAX_CHUNKS, MAX_PAIRS, RELATED_COSINE, Found, find_pairs
 from .read.trim import TrimParams
 from .rerank import Reranker
 from .store.base import AppVersion, Item, Store
@@ -310,10 +310,13 @@ class Memory:
                          until=until)
         return [s.to_dict() for s in rows]
 
-    def similar_pairs(self, app: str, **options: Any) -> Found:
-        """Pairs of memories of ``app`` a person may want to merge, delete or mark as superseded
-        (``diarist.read.similar.find_pairs``: ``duplicate``, ``related``, ``max_chunks``, ``limit``)."""
-        return find_pairs(self.store, check_app(app), **options)
+    def similar_pairs(self, app: str, *, duplicate: float = DUPLICATE_COSINE, related: float = RELATED_COSINE,
+                      max_chunks: int = MAX_CHUNKS, limit: int = MAX_PAIRS) -> Found:
+        """Pairs of memories of ``app`` a person may want to merge, delete or mark as superseded: the
+        same text or vectors at ``duplicate``, close in meaning (``related``) on other days
+        (``diarist.read.similar``; among the newest ``max_chunks`` chunks, the ``limit`` best)."""
+        return find_pairs(self.store, check_app(app), duplicate=duplicate, related=related, max_chunks=max_chunks,
+                          limit=limit)
 
     def export(self, *, app: str = DEFAULT_APP) -> Iterator[dict[str, Any]]:
         """Every item of the app, whole, in storage order (sessions, then facts): the records
