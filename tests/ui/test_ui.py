@@ -260,6 +260,20 @@ def test_browse_filters_by_kind_source_dates_and_metadata_and_pages(seeded):
     assert client.get("/ui/apps/alice?since=yesterday").status_code == 422
 
 
+def test_memory_lists_by_metadata_and_dates_through_its_own_door(seeded):
+    """What the browse page reads is ``Memory.list``'s (issue 44: the inspector never reaches the
+    store): filters by metadata and days, both orders, paged, and bad filters refused by name."""
+    ids = lambda rows: [r.get("fact_id") or r.get("session_id") for r in rows]  # noqa: E731
+    assert ids(seeded.list(app="alice", kind="fact", where={"source": "chat"})) == ["home"]
+    assert ids(seeded.list(app="alice", kind="fact", until="2023-12-31")) == ["old", "home"]
+    assert ids(seeded.list(app="alice", kind="fact", until="2023-12-31", newest_first=False)) == ["home", "old"]
+    assert ids(seeded.list(app="alice", kind="fact", limit=1, offset=1)) == ["old"]
+    assert ids(seeded.list(app="alice", since="2024-03-01", where={"n": 1})) == []
+    for bad in ({"where": {}}, {"where": "source=chat"}, {"since": "2024-3-1"}, {"until": 20240301}):
+        with pytest.raises(InvalidInput):
+            seeded.list(app="alice", **bad)
+
+
 # -- ask --------------------------------------------------------------------------------------------
 
 
