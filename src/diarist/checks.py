@@ -151,10 +151,10 @@ def floor_option(embedder: Embedder, floor: float | str | Floor | None) -> Floor
     floor alone (the floor before it read the question and the lexical index); a number: a
     cosine-only floor there; a Floor as given; None: no floor."""
     if floor == "auto" or floor == "cosine":
-        evidence = embedder.evidence_floor
+        evidence = embedder.calibration.evidence_floor
         if floor == "auto" and evidence is not None:
             return evidence
-        cosine = embedder.relevance_floor
+        cosine = embedder.calibration.relevance_floor
         return None if cosine is None else Floor(float(cosine))
     if floor is None or isinstance(floor, Floor):
         return floor
@@ -166,10 +166,11 @@ def floor_option(embedder: Embedder, floor: float | str | Floor | None) -> Floor
 
 
 def cut_option(embedder: Embedder, cut: str | CutParams | None) -> CutParams | None:
-    """"auto": the cut of ``diarist.settings`` for the model its values were chosen for
-    (other models' cosines are on other scales: no cut); CutParams as given; None: no cut."""
+    """"auto": the cut of ``diarist.settings`` for the model its values were chosen for (its
+    ``Calibration.block_cut``; other models' cosines are on other scales: no cut); CutParams as
+    given; None: no cut."""
     if cut == "auto":
-        return CutParams() if embedder.model_id == settings.CUT_MODEL else None
+        return CutParams() if embedder.calibration.block_cut else None
     if cut is None or isinstance(cut, CutParams):
         return cut
     raise ConfigError(f"cut must be 'auto', a CutParams or None, got {shown(cut)}")
