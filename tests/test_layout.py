@@ -4,6 +4,7 @@ interpreter): a cycle hidden by import order breaks whoever imports the other si
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -163,6 +164,105 @@ def test_the_probe_check_sees_a_probe():
     path = _write_module("def f(memory, store):\n    return getattr(memory.store, 'page_size', None), hasattr(store, 'x')\n")
     assert len(_store_probes(path)) == 2
     assert _store_probes(_write_module("def f(memory):\n    return getattr(memory.embedder, 'dim')\n")) == []
+
+
+#: What a Memory is called where its store would be read (``memory``, ``mem``, ``m``,
+#: ``self._memory``, ``request.app.state.memory``, ``scratch_memory``...): the last name of the
+#: object, leading underscores aside.
+MEMORY_NAMES = re.compile(r"(m|mem|memory|\w+_memory)")
+#: What a probe may not ask: a memory, an embedder, a reranker, a dense index (or an index), an
+#: embedding cache, by the last name of the object (``self.dense``, ``memory.embedder``...).
+PROBED_NAMES = re.compile(r"(m|mem|memory|\w+_memory|\w*embedder|\w*reranker|\w*dense|\w*index|exact|\w*cache)")
+#: Probes the rule lets stand, each with why: (module path under src/diarist, the call).
+PROBES_ALLOWED: dict[tuple[str, str], str] = {
+    ("vectors/hnsw.py", "getattr(self.index, '_compiled', None)"):
+        "usearch's own Index, a foreign library's object: its compiled handle differs across its versions",
+}
+
+
+def _last_name(node: ast.expr) -> str | None:
+    """The last name of ``a.b.c`` (``c``) or of ``a`` (``a``), leading underscores aside; None for
+    anything else (a call, a subscript)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr.lstrip("_")
+    if isinstance(node, ast.Name):
+        return node.id.lstrip("_")
+    return None
+
+
+def _store_reaches(tree: ast.AST, where: str) -> list[str]:
+    """Each ``<memory>.store`` read: the store reached around ``Memory``'s doors."""
+    return [f"{where}:{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == "store"
+            and (name := _last_name(node.value)) is not None and MEMORY_NAMES.fullmatch(name)]
+
+
+def _probes(tree: ast.AST, where: str) -> list[str]:
+    """``inspect.signature`` (or ``signature`` imported from inspect) anywhere, and each
+    getattr/hasattr whose object is a memory, an embedder, a reranker, a dense index or a cache."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "inspect" and any(a.name == "signature" for a in node.names):
+            found.append(f"{where}:{node.lineno}: from inspect import signature")
+        elif isinstance(node, ast.Attribute) and node.attr == "signature" and _last_name(node.value) == "inspect":
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and node.args and (name := _last_name(node.args[0])) is not None and PROBED_NAMES.fullmatch(name.lower())
+              and (where, ast.unparse(node)) not in PROBES_ALLOWED):
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _trees(skip: tuple[str, ...] = ()) -> list[tuple[str, ast.AST]]:
+    return [(str(path.relative_to(PACKAGE)), ast.parse(path.read_text())) for path in sorted(PACKAGE.rglob("*.py"))
+            if not str(path.relative_to(PACKAGE)).startswith(skip)]
+
+
+def test_no_memory_store_outside_the_store_and_memory():
+    """``Memory`` is the only door (issue 44): outside ``store/`` and ``memory.py`` nothing reads a
+    memory's ``.store``; what a caller needs is a door of ``Memory``'s (``list``, ``location``,
+    ``health``...)."""
+    reached = [line for where, tree in _trees(skip=("store/", "memory.py")) for line in _store_reaches(tree, where)]
+    assert not reached, "the store reached around Memory:\n" + "\n".join(reached)
+
+
+def test_no_memory_embedder_reranker_or_dense_index_is_probed():
+    """What ``Memory``, ``Embedder``, ``Reranker``, ``DenseIndex`` and the embedding cache offer is
+    declared on them (issue 44): no caller asks with getattr/hasattr, nor reads a signature."""
+    found = [line for where, tree in _trees() for line in _probes(tree, where)]
+    assert not found, "probes:\n" + "\n".join(found)
+    allowed = {(where, ast.unparse(node)) for where, tree in _trees() for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    assert set(PROBES_ALLOWED) <= allowed, f"allowed probes that are gone (remove them): {set(PROBES_ALLOWED) - allowed}"
+
+
+def test_the_door_and_probe_rules_see_a_planted_violation():
+    """Each rule finds what it forbids, in the shapes the code had before issue 44, and passes
+    what is allowed: a rule that cannot fail is no rule."""
+    planted = ast.parse(
+        "import inspect\n"
+        "def page(memory, mem, request, self):\n"
+        "    memory.store.fetch_chunks('a', [1])\n"                      # ui/browse.py before
+        "    mem.store.location\n"
+        "    request.app.state.memory.store.translate_error(None)\n"     # server/handlers.py before
+        "    self._memory.store\n"
+        "    inspect.signature(memory.search)\n"                          # ui/explain.py before
+        "    getattr(memory, 'context_result', None)\n"
+        "    getattr(self.embedder, 'whitespace_splits', False)\n"       # write/writer.py before
+        "    getattr(reranker, 'error', None)\n"                          # read/search.py before
+        "    getattr(memory.dense, 'state', None)\n"                      # health.py before
+        "    getattr(self.dense, 'exact', None)\n"                        # memory.py before
+        "    hasattr(cache, 'embed_int8')\n")                             # checks.py before
+    assert len(_store_reaches(planted, "planted.py")) == 4
+    assert len(_probes(planted, "planted.py")) == 7
+    assert len(_probes(ast.parse("from inspect import signature\n"), "planted.py")) == 1
+    clean = ast.parse(
+        "def write(self, search, hit, channels, os):\n"
+        "    self.store.add(1)\n"                   # a writer's own store
+        "    search.channels.store.fetch_chunks()\n"  # the read path's channels
+        "    getattr(hit, 'why', None)\n"           # a hit, not a door
+        "    getattr(os, 'O_CLOEXEC', 0)\n"
+        "    memory.search('q', explain=True)\n")
+    assert _store_reaches(clean, "clean.py") == [] and _probes(clean, "clean.py") == []
 
 
 ENTRY_MODULES = [

@@ -7,9 +7,10 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from . import settings
@@ -24,17 +25,18 @@ from .read.lines import NAMED as NAMED_LINES
 from .read.lines import TRIM_NAMES, LinesParams
 from .read.search import SearchSettings, check_dense_weight, check_fusion, stage_named
 from .read.trim import TrimParams
-from .rerank import get_reranker
+from .rerank import Reranker, get_reranker
 from .store.base import KINDS, Item, Store
 from .write.validate import MAX_QUERY_CHARS, check_date, check_metadata, check_text, shown
 
 MAX_SEARCH_K = 10_000  # hits one search may ask for
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def open_cache(cache: "str | os.PathLike[str] | EmbeddingCache | None") -> "EmbeddingCache | None":
     """The embedding cache a path names (opened here), or the cache object given, or None.
     A bad path is a StoreError: a folder, a FIFO or a NUL in it raised sqlite3 or ValueError."""
-    if cache is None or hasattr(cache, "embed_int8"):
+    if cache is None or isinstance(cache, EmbeddingCache):
         return cache
     if not isinstance(cache, (str, os.PathLike)):
         raise ConfigError(f"embed_cache must be a path or an EmbeddingCache, not {type(cache).__name__}")
@@ -131,15 +133,28 @@ def check_page(kind: Any, limit: Any, offset: Any, newest_first: Any) -> str:
     return kind
 
 
+def check_list_filters(where: Any, since: Any, until: Any) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """``Memory.list``'s filters checked: ``where`` as search's (None or a non-empty object of
+    metadata keys and values), ``since``/``until`` None or a day (YYYY-MM-DD)."""
+    if where is not None:
+        if not isinstance(where, dict) or not where:
+            raise InvalidInput(f"where must be a non-empty object of metadata keys and values, got {shown(where)}")
+        where = check_metadata(where, "where")
+    for name, day in (("since", since), ("until", until)):
+        if day is not None and not (isinstance(day, str) and _DAY.fullmatch(day)):
+            raise InvalidInput(f"{name} must be a day YYYY-MM-DD or None, got {shown(day)}")
+    return where, since, until
+
+
 def floor_option(embedder: Embedder, floor: float | str | Floor | None) -> Floor | None:
     """"auto": the embedder's evidence floor, else its cosine floor; "cosine": its cosine
     floor alone (the floor before it read the question and the lexical index); a number: a
     cosine-only floor there; a Floor as given; None: no floor."""
     if floor == "auto" or floor == "cosine":
-        evidence = getattr(embedder, "evidence_floor", None)
+        evidence = embedder.calibration.evidence_floor
         if floor == "auto" and evidence is not None:
             return evidence
-        cosine = getattr(embedder, "relevance_floor", None)
+        cosine = embedder.calibration.relevance_floor
         return None if cosine is None else Floor(float(cosine))
     if floor is None or isinstance(floor, Floor):
         return floor
@@ -151,10 +166,11 @@ def floor_option(embedder: Embedder, floor: float | str | Floor | None) -> Floor
 
 
 def cut_option(embedder: Embedder, cut: str | CutParams | None) -> CutParams | None:
-    """"auto": the cut of ``diarist.settings`` for the model its values were chosen for
-    (other models' cosines are on other scales: no cut); CutParams as given; None: no cut."""
+    """"auto": the cut of ``diarist.settings`` for the model its values were chosen for (its
+    ``Calibration.block_cut``; other models' cosines are on other scales: no cut); CutParams as
+    given; None: no cut."""
     if cut == "auto":
-        return CutParams() if embedder.model_id == settings.CUT_MODEL else None
+        return CutParams() if embedder.calibration.block_cut else None
     if cut is None or isinstance(cut, CutParams):
         return cut
     raise ConfigError(f"cut must be 'auto', a CutParams or None, got {shown(cut)}")
@@ -177,10 +193,7 @@ def check_search_call(query: Any, k: Any, previous: Any, rerank: Any, explain: A
     if not isinstance(explain, bool):
         raise InvalidInput(f"explain must be True or False, got {shown(explain)}")
     when = check_date(now, "now")
-    if where is not None:
-        if not isinstance(where, dict) or not where:
-            raise InvalidInput(f"where must be a non-empty object of metadata keys and values, got {shown(where)}")
-        where = check_metadata(where, "where")
+    where, _, _ = check_list_filters(where, None, None)
     return query, previous, when, where
 
 
@@ -227,32 +240,51 @@ def check_context_call(trim: Any, relative_cut: Any, min_score: Any,
     return trim
 
 
-def derived_options(current: SearchSettings, embedder: Embedder,
-                    options: dict[str, Any]) -> tuple[SearchSettings, dict[str, Any]]:
-    """``Memory.derive``'s options checked: the search settings with them, and the memory's
-    other attributes they set (``cut``, ``reranker``)."""
-    fields = {"depth": "depth", "fusion": "fusion", "dense_weight": "dense_weight", "rrf_k": "rrf_k",
-              "k1": "k1", "b": "b", "lexical_fusion": "lexical", "rerank_depth": "rerank_depth", "group": "group"}
-    unknown = set(options) - set(fields) - {"floor", "reranker", "cut"}
+@dataclass(frozen=True)
+class Options:
+    """A memory's search options, as ``Memory(...)`` takes them. ``checked_options`` checks them
+    once and resolves the names into what they name (the floor, the cut, the second stage), so
+    that ``Memory.derive`` is a ``dataclasses.replace`` of a checked record, checked again."""
+
+    depth: int = settings.DEPTH
+    fusion: str = settings.FUSION
+    dense_weight: float = settings.FUSION_DENSE_WEIGHT
+    rrf_k: int = settings.FUSION_RRF_K
+    k1: float = settings.BM25_K1
+    b: float = settings.BM25_B
+    lexical_fusion: bool = True
+    rerank_depth: int = settings.RERANK_DEPTH
+    group: bool = settings.GROUP_BY_MEMORY
+    floor: float | str | Floor | None = settings.FLOOR
+    cut: str | CutParams | None = settings.CUT
+    reranker: Reranker | str | None = settings.RERANKER
+
+    def search_settings(self, fetch_whole_pool: bool) -> SearchSettings:
+        """The read path's settings of checked options (``fetch_whole_pool``: the plan's, see SearchSettings)."""
+        if not (self.floor is None or isinstance(self.floor, Floor)):
+            raise ValueError("search settings are made of checked options (checked_options)")
+        return SearchSettings(depth=self.depth, fusion=self.fusion, dense_weight=self.dense_weight, rrf_k=self.rrf_k,
+                              k1=self.k1, b=self.b, lexical=self.lexical_fusion, rerank_depth=self.rerank_depth,
+                              floor=self.floor, fetch_whole_pool=fetch_whole_pool, group=self.group)
+
+
+def checked_options(options: Options, embedder: Embedder) -> Options:
+    """``options`` checked (ConfigError names a bad one), its names resolved for ``embedder``; a
+    value already resolved (a Floor, a CutParams, a Reranker) is kept as it is."""
+    check_search_numbers({"depth": options.depth, "rrf_k": options.rrf_k, "k1": options.k1, "b": options.b,
+                          "lexical": options.lexical_fusion, "rerank_depth": options.rerank_depth})
+    spec = options.reranker
+    if not (spec is None or isinstance(spec, (str, Reranker))):
+        raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
+    return replace(options, fusion=check_fusion(options.fusion), dense_weight=check_dense_weight(options.dense_weight),
+                   group=check_group(options.group), floor=floor_option(embedder, options.floor),
+                   cut=cut_option(embedder, options.cut),
+                   reranker=get_reranker(spec) if isinstance(spec, str) or spec is None else spec)
+
+
+def derived_options(current: Options, embedder: Embedder, changes: dict[str, Any]) -> Options:
+    """``Memory.derive``'s options: the checked ``current`` with ``changes``, checked."""
+    unknown = set(changes) - {f.name for f in fields(Options)}
     if unknown:
         raise ConfigError(f"derive() takes search options only, not {', '.join(sorted(unknown))}")
-    changes = {fields[k]: v for k, v in options.items() if k in fields}
-    check_search_numbers(changes)
-    if "fusion" in changes:
-        changes["fusion"] = check_fusion(changes["fusion"])
-    if "dense_weight" in changes:
-        changes["dense_weight"] = check_dense_weight(changes["dense_weight"])
-    if "group" in changes:
-        changes["group"] = check_group(changes["group"])
-    if "floor" in options:
-        changes["floor"] = floor_option(embedder, options["floor"])
-    other: dict[str, Any] = {}
-    if "cut" in options:
-        other["cut"] = cut_option(embedder, options["cut"])
-    settings_now = replace(current, **changes)
-    if "reranker" in options:
-        spec = options["reranker"]
-        if not (spec is None or isinstance(spec, str) or callable(getattr(spec, "rerank", None))):
-            raise ConfigError(f"reranker must be a name, None or a Reranker, not {type(spec).__name__}")
-        other["reranker"] = get_reranker(spec) if isinstance(spec, str) or spec is None else spec
-    return settings_now, other
+    return checked_options(replace(current, **changes), embedder)

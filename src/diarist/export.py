@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +28,8 @@ class Memory(Protocol):
 
     def get(self, item_id: str, *, app: str, kind: str) -> dict[str, Any]: ...
 
+    def snapshot(self) -> AbstractContextManager[None]: ...
+
 
 FORMATS = ("jsonl", "markdown")
 PAGE = 500
@@ -39,7 +42,7 @@ def items(memory: "Memory", app: str) -> Iterator[dict[str, Any]]:
     READ): read page by page outside one, a replace that moved an item to the end of the
     storage order during the export made a page skip one item and repeat another, and a delete
     between listing and reading an item aborted the export half-way."""
-    with memory.store.snapshot():
+    with memory.snapshot():
         for kind in ("session", "fact"):
             offset = 0
             while True:

@@ -22,23 +22,50 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from . import lexical
 from .embed.base import dequantize, quantize
 from .lexical import bm25, postings
-from .memory import Memory
-from .store.base import LexicalUnavailable
+from .checks import require_app
+from .errors import UnknownApp
+from .store.base import LexicalUnavailable, Store
 from .store.open import open_store
 from .vectors import exact, int8_scan
+
+if TYPE_CHECKING:
+    from .embed import Embedder
+    from .lexical import LexicalChannel
+    from .read.search import SearchSettings
+    from .vectors import DenseIndex
+    from .write.plan import IndexPlan
 
 PROBE_TEXT = "diarist health probe: the quartz lighthouse keeper feeds seventeen herons"
 PROBE_QUERY = "quartz lighthouse herons"
 DECOY_TEXT = "an unrelated note about tomato soup"
 AGREEMENT = 0.9  # minimum cosine between a stored vector and its text re-embedded now
 TOP = 10  # the sampled chunk (or an identical text) must be among the top TOP of each channel
+
+
+class Memory(Protocol):
+    """What the checks read of ``diarist.memory.Memory`` (named here, not imported: ``Memory.health``
+    imports this module, and hands it the store)."""
+
+    embedder: Embedder
+    dense: DenseIndex
+    lexical: LexicalChannel
+    settings: SearchSettings
+    plan: IndexPlan
+
+    def apps(self) -> list[str]: ...
+
+    def add_fact(self, text: str, *, app: str, fact_id: str) -> str: ...
+
+    def delete_app(self, app: str) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -75,37 +102,39 @@ def _embed_checked(memory: Memory, texts: list[str]) -> np.ndarray:
     return vectors
 
 
-#: The probe's scratch stores by embedder, kept (with the embedder, so that its id is not reused)
-#: across checks: opening and migrating a new one was most of /health's time.
-_SCRATCH: dict[int, tuple[Any, Memory]] = {}
+#: The probe's scratch memories by embedder, kept (with the embedder, so that its id is not reused,
+#: and their store) across checks: opening and migrating a new one was most of /health's time.
+_SCRATCH: dict[int, tuple[Any, Memory, Store]] = {}
 _SCRATCH_LOCK = threading.Lock()
 
 
-def _scratch(memory: Memory) -> Memory:
-    """An empty scratch memory for this embedder (its probe app deleted since the last check)."""
+def _scratch(memory: Memory) -> tuple[Memory, Store]:
+    """An empty scratch memory for this embedder (its probe app deleted since the last check), of
+    the memory's own class, and its store."""
     with _SCRATCH_LOCK:
         held = _SCRATCH.pop(id(memory.embedder), None)  # taken: a concurrent check opens its own
     if held is not None and held[0] is memory.embedder:
         try:
             if "probe" in held[1].apps():
                 held[1].delete_app("probe")
-            return held[1]
+            return held[1], held[2]
         except Exception:  # noqa: BLE001 - a scratch store that fails is replaced, not reported
             held[1].close()
-    return Memory(open_store(":memory:"), embedder=memory.embedder)
+    store = open_store(":memory:")
+    return type(memory)(store, embedder=memory.embedder), store
 
 
-def _give_back(memory: Memory, scratch: Memory) -> None:
+def _give_back(memory: Memory, scratch: Memory, store: Store) -> None:
     with _SCRATCH_LOCK:
         if len(_SCRATCH) < 4 and id(memory.embedder) not in _SCRATCH:
-            _SCRATCH[id(memory.embedder)] = (memory.embedder, scratch)
+            _SCRATCH[id(memory.embedder)] = (memory.embedder, scratch, store)
             return
     scratch.close()
 
 
 def probe_channels(memory: Memory) -> dict[str, dict]:
     """Index the probe in a scratch in-memory store with this embedder; find it per channel."""
-    scratch = _scratch(memory)
+    scratch, store = _scratch(memory)
     out: dict[str, dict] = {}
     try:
         start = time.perf_counter()
@@ -121,7 +150,7 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
             start = time.perf_counter()
             try:
                 found = run()
-                rows = scratch.store.fetch_chunks("probe", [cid for cid, _ in found[:1]])
+                rows = store.fetch_chunks("probe", [cid for cid, _ in found[:1]])
                 first = next(iter(rows.values())).fact_id if rows else None
                 # A broken embedder (constant vectors, say) ties everything: the decoy, stored
                 # first, wins the tie, so the probe must outrank it on its merits.
@@ -138,16 +167,16 @@ def probe_channels(memory: Memory) -> dict[str, dict]:
         for channel in ("dense", "lexical"):
             out.setdefault(channel, {"ok": False, "error": "not run: embedding failed"})
     finally:
-        _give_back(memory, scratch)
+        _give_back(memory, scratch, store)
     return out
 
 
-def _found(memory: Memory, app: str, ranking: list[tuple[int, float]], chunk_id: int, text: str) -> int | None:
+def _found(store: Store, app: str, ranking: list[tuple[int, float]], chunk_id: int, text: str) -> int | None:
     """1-based rank of the chunk (or of a chunk with the very same text) in a ranking."""
     ids = [cid for cid, _ in ranking[:TOP]]
     if chunk_id in ids:
         return ids.index(chunk_id) + 1
-    rows = memory.store.fetch_chunks(app, ids)
+    rows = store.fetch_chunks(app, ids)
     for rank, cid in enumerate(ids, 1):
         if cid in rows and rows[cid].text == text:
             return rank
@@ -164,7 +193,7 @@ RECHECKS = 3  # a writer that replaced the sampled chunk meanwhile is no failure
 POSTING_TERMS = 8
 
 
-def check_app_index(memory: Memory, app: str, *, deep: bool = True) -> dict[str, Any]:
+def check_app_index(memory: Memory, store: Store, app: str, *, deep: bool = True) -> dict[str, Any]:
     """Retrieve the app's most recent chunk from the real index, through each channel (``deep``,
     doctor), or check in a bounded number of reads that the index holds it (/health).
 
@@ -172,9 +201,9 @@ def check_app_index(memory: Memory, app: str, *, deep: bool = True) -> dict[str,
     chunk during the check) is not the index's fault: the check runs again on a new sample.
     """
     for _ in range(RECHECKS):
-        before = memory.store.app_version(app)
-        out = _check_sample(memory, app) if deep else _check_sample_held(memory, app)
-        if out["ok"] or memory.store.app_version(app) == before:
+        before = store.app_version(app)
+        out = _check_sample(memory, store, app) if deep else _check_sample_held(memory, store, app)
+        if out["ok"] or store.app_version(app) == before:
             return out
     # Every sample was changed under the check: no evidence against the index. Reported as not
     # judged, not as failing: under steady churn it answered 503 in 12 of 24 checks, all false.
@@ -192,20 +221,20 @@ def _agreement(memory: Memory, sample: Any) -> tuple[float, np.ndarray]:
     return float((stored @ (quantize(vector).astype(np.float32) / 127).T).ravel()[0]), vector
 
 
-def _has_posting(memory: Memory, app: str, term: str, chunk_id: int) -> bool:
+def _has_posting(store: Store, app: str, term: str, chunk_id: int) -> bool:
     """Whether the lexical index holds ``term`` for the chunk: one block read where the backend
     offers it (``Store.read_posting_block``)."""
     block, offset = postings.block_of(chunk_id)
-    data = memory.store.read_posting_block(app, term, block)
+    data = store.read_posting_block(app, term, block)
     return data is not None and offset in postings.unpack(data)[:, 0]
 
 
-def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:
+def _check_sample_held(memory: Memory, store: Store, app: str) -> dict[str, Any]:
     """/health's check of the app's newest chunk, its cost the same at any size: its stored vector
     agrees with the embedder, the lexical index is complete and current, and it holds the
     chunk's postings (one block read per term). No search, no graph: those are doctor's."""
     out: dict[str, Any] = {"ok": True}
-    sample = memory.store.sample_chunk(app)
+    sample = store.sample_chunk(app)
     if sample is None:
         return {"ok": True, "note": "empty"}
     if sample.vector is not None:
@@ -223,7 +252,7 @@ def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:
         start = time.perf_counter()
         try:
             reason = memory.lexical.status(app)
-            missing = [t for t in terms if not _has_posting(memory, app, t, sample.chunk_id)]
+            missing = [t for t in terms if not _has_posting(store, app, t, sample.chunk_id)]
             error = reason or (f"chunk {sample.chunk_id} has no posting for {', '.join(missing)}" if missing else None)
             out["lexical"] = {"ok": error is None, "ms": _ms(start), "terms": len(terms)}
             if error:
@@ -234,9 +263,9 @@ def _check_sample_held(memory: Memory, app: str) -> dict[str, Any]:
     return out
 
 
-def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
+def _check_sample(memory: Memory, store: Store, app: str) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": True}
-    sample = memory.store.sample_chunk(app)
+    sample = store.sample_chunk(app)
     if sample is None:
         return {"ok": True, "note": "empty"}
     chunk_id, text, language = sample.chunk_id, sample.text, sample.language
@@ -244,7 +273,7 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
         start = time.perf_counter()
         try:
             agreement, vector = _agreement(memory, sample)
-            rank = _found(memory, app, memory.dense.search(app, vector, TOP), chunk_id, text)
+            rank = _found(store, app, memory.dense.search(app, vector, TOP), chunk_id, text)
             ok = rank is not None and agreement >= AGREEMENT
             out["dense"] = {"ok": ok, "ms": _ms(start), "rank": rank, "agreement": round(agreement, 3)}
             if not ok:
@@ -262,7 +291,7 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
         try:
             terms = lexical.analyze(text, language=language)
             ranking = memory.lexical.search(app, terms, TOP, memory.settings.k1, memory.settings.b)
-            rank = _found(memory, app, ranking, chunk_id, text)
+            rank = _found(store, app, ranking, chunk_id, text)
             if rank is None:
                 # Low-vocabulary text: shorter chunks of the same words rightly outrank it (BM25's
                 # length norm). A chunk whose postings are really missing is found at no depth.
@@ -280,7 +309,7 @@ def _check_sample(memory: Memory, app: str) -> dict[str, Any]:
     return out
 
 
-def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -> HealthReport:
+def check(memory: Memory, store: Store, apps: list[str] | None = None, *, deep: bool = True) -> HealthReport:
     """Probe the embedder and both channels, then self-check each app's real index.
 
     ``apps`` limits the index check (None: every app). ``deep`` (``diarist doctor``) searches
@@ -290,18 +319,18 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
     grow with the size of an app and no client can keep a server's cores busy with it.
     """
     report = HealthReport()
-    report.add(True, f"database {memory.store.location} opened (schema current)")
-    pages, compacted = memory.store.page_size(), memory.store.compacted_page_size()
-    if pages and compacted and pages < compacted and memory.store.size_bytes() is not None:
+    report.add(True, f"database {store.location} opened (schema current)")
+    pages, compacted = store.page_size(), store.compacted_page_size()
+    if pages and compacted and pages < compacted and store.size_bytes() is not None:
         report.add(True, f"database pages of {pages} bytes, as earlier versions wrote them: `diarist compact` "
                          f"rewrites the file in {compacted}-byte pages (smaller, faster to search; it needs "
                          "the file to itself)")
-    found = memory.store.unknown_schema_objects()  # None: the backend does not check (SQLite does)
+    found = store.unknown_schema_objects()  # None: the backend does not check (SQLite does)
     if found is not None:
         report.add(not found, f"schema objects diarist did not create: {', '.join(found)}" if found
                    else "no schema object diarist did not create")
     report.add(True, f"embedder {memory.embedder.model_id} ({memory.embedder.dim}-d) loaded")
-    built = memory.store.get_meta("embedder")
+    built = store.get_meta("embedder")
     report.add(True, f"database built with embedding model {built}" if built
                else "database built with no embedding model yet (the first write records it)")
     report.add(True, f"exact dense scan of apps over {exact.FULL_SCAN_MAX:,} chunks: {int8_scan.describe()}")
@@ -314,7 +343,7 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
         report.add(result["ok"], f"probe {name}: {detail}")
     names = memory.apps() if apps is None else [a for a in apps if a in memory.apps()]
     for app in names:
-        result = check_app_index(memory, app, deep=deep)
+        result = check_app_index(memory, store, app, deep=deep)
         report.apps[app] = result
         parts = []
         for channel in ("dense", "lexical"):
@@ -324,22 +353,22 @@ def check(memory: Memory, apps: list[str] | None = None, *, deep: bool = True) -
                 shown = (r.get("note") or f"{held} in {r['ms']} ms") if r["ok"] else r.get("error", "failed")
                 parts.append(f"{channel} {shown}")
         # The counts scan the app's rows (linear in its size): doctor shows them, /health not.
-        counts = memory.store.counts(app) if deep else None
+        counts = store.counts(app) if deep else None
         summary = (f"{counts.sessions} sessions, {counts.facts} facts, {counts.chunks} chunks"
                    if counts else "empty" if deep else "counts not taken")
         report.add(result["ok"], f"app {app!r}: {summary}; " + ("; ".join(parts) or result.get("note", "")))
         if deep:
-            _languages(memory, app, report)
-            _stored_lines(memory, app, report)
+            _languages(memory, store, app, report)
+            _stored_lines(store, app, report)
             _check_dense_index(memory, app, report)
     return report
 
 
-def _stored_lines(memory: Memory, app: str, report: HealthReport) -> None:
+def _stored_lines(store: Store, app: str, report: HealthReport) -> None:
     """Chunks stored before the lines' vectors were (or by a memory opened with
     ``store_lines=False``) make every block that shows them embed their lines at query time: the
     slow first answers a hook would give are named, with the command that ends them."""
-    if memory.store.chunks_without_lines(app, 0, 1):
+    if store.chunks_without_lines(app, 0, 1):
         report.add(True, f"app {app!r}: some chunks have no stored line vectors, so a block that shows them "
                          f"embeds their lines when asked (slower answers): `diarist reindex --app {app}` stores them")
 
@@ -348,11 +377,11 @@ def _stored_lines(memory: Memory, app: str, report: HealthReport) -> None:
 MOSTLY_NOT_ENGLISH = 0.5
 
 
-def _languages(memory: Memory, app: str, report: HealthReport) -> None:
+def _languages(memory: Memory, store: Store, app: str, report: HealthReport) -> None:
     """The languages the app's chunks were analysed in; chunks stored before languages were
     recorded (analysed as English) wait for ``diarist reindex``; a mostly non-English app on the
     English model is told of the multilingual one."""
-    counts = memory.store.language_counts(app)
+    counts = store.language_counts(app)
     total = sum(counts.values())
     if not total:
         return
@@ -371,11 +400,10 @@ def _languages(memory: Memory, app: str, report: HealthReport) -> None:
 
 def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:
     """The app's HNSW graph, when one serves it: its size, and its recall against exact."""
-    state = getattr(memory.dense, "state", None)
-    if state is None:
-        return
     try:
-        info = state(app)
+        info = memory.dense.state(app)
+        if info is None:  # no graph: the exact scan serves every app
+            return
         recall = memory.dense.recall(app, samples=RECALL_SAMPLES)
     except Exception as exc:  # a health check reports failures, it does not raise them
         report.add(False, f"app {app!r}: dense index failed: {type(exc).__name__}: {exc}")
@@ -385,3 +413,26 @@ def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:
         return
     report.add(recall >= 0.9, f"app {app!r}: dense index hnsw, {info['vectors']:,} vectors"
                f"{', persisted' if info['persisted'] else ''}; recall@50 {recall:.3f} against exact on {RECALL_SAMPLES} samples")
+
+
+def app_stats(memory: Memory, store: Store, app: str) -> dict[str, Any]:
+    """``Memory.app_stats``: counts of one app's items and chunks, and the state of its lexical index."""
+    counts = store.counts(app)
+    if counts is None:
+        raise UnknownApp(f"app {app!r} holds no memory")
+    titles = "indexed" if store.titles_indexed(app) else "stored before titles were indexed (run: diarist reindex)"
+    return {**counts.__dict__, "lexical_index": memory.lexical.status(app) or "complete", "titles": titles}
+
+
+def stats(memory: Memory, store: Store, app: str | None) -> dict[str, Any]:
+    """``Memory.stats``: the store's location and size, the embedder, the plan, and each app's counts."""
+    if app is not None:
+        require_app(store, app)
+    names = [app] if app is not None else store.apps()
+    out: dict[str, Any] = {"path": store.location, "apps": {n: app_stats(memory, store, n) for n in names}}
+    size = store.size_bytes()
+    if size is not None:
+        out["file_bytes"] = size
+    out["embedder"] = memory.embedder.model_id
+    out["index_plan"] = memory.plan.name
+    return out

@@ -18,6 +18,9 @@ from .write.validate import check_app, check_text, shown
 KEY_PREFIX = "vst_"
 MAX_LABEL_CHARS = 256
 SHOWN_CHARS = 12  # "vst_" + 8 characters: enough to tell keys apart, useless to log in
+#: A logged-out inspector session's nonce is kept in ``meta`` under this prefix (value: when it
+#: would have expired), so that every worker of ``diarist serve`` refuses it (``ui.session``).
+REVOKED_PREFIX = "ui_revoked:"
 
 
 def hash_key(key: str) -> str:
@@ -54,6 +57,20 @@ class KeyStore:
         if found[0].revoked_at:
             raise KeyRefused(f"this API key was revoked at {found[0].revoked_at}")
         return found[0].app
+
+    def app_for_hash(self, key_hash: str) -> str | None:
+        """The app a live key grants, by the key's hash (an inspector session keeps only that);
+        None for an unknown or revoked key."""
+        found = self.store.find_keys(key_hash=key_hash)
+        return found[0].app if found and not found[0].revoked_at else None
+
+    def end_session(self, nonce: str, until: int) -> None:
+        """Record a logged-out inspector session (``ui.session``) until it would have expired."""
+        self.store.claim_meta({REVOKED_PREFIX + nonce: str(until)})
+
+    def session_ended(self, nonce: str) -> bool:
+        """Whether ``end_session`` recorded this session's nonce (in any process of the store)."""
+        return self.store.get_meta(REVOKED_PREFIX + nonce) is not None
 
     def check(self, key: str | None, app: str) -> None:
         """KeyRefused unless ``key`` is a live key; KeyForbidden if it is another app's."""

@@ -7,32 +7,38 @@ on the way in; channels -> fusion -> second stage -> floor -> context on the way
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import settings
 from .chat import place_context, question_of
-from .checks import (check_backup_path, check_context_call, check_group, check_page, check_search_call,
-                     check_search_numbers, cut_option, derived_options, find_item, floor_option, kinds_of, open_cache, require_app, search_extras)
+from .checks import (Options, check_backup_path, check_context_call, check_list_filters, check_page,
+                     check_search_call, check_search_numbers, checked_options, derived_options, find_item, kinds_of,
+                     open_cache, require_app, search_extras)
 from .embed import Embedder
 from .embed.cache import EmbeddingCache
-from .errors import ConfigError, InvalidInput, NotFound, UnknownApp
+from .errors import ConfigError, DiaristError, InvalidInput, NotFound, UnknownApp
 from .keys import KeyStore
 from .lexical import LexicalChannel
 from .read.block import ContextBlock
 from .read.budget import BlockOptions, check_options, finish
-from .read.draft import context_draft, line_cosines
 from .read.cut import CutParams
-from .read.lines import LinesParams, LineVectors
-from .read.trim import TrimParams
+from .read.draft import context_draft, line_cosines
 from .read.floor import Floor
-from .read.search import Channels, Results, SearchSettings, check_dense_weight, check_fusion, run_search
-from .rerank import Reranker, get_reranker
-from .store.base import Item, Store
+from .read.lines import LinesParams, LineVectors
+from .read.listing import summaries
+from .read.search import Channels, Results, run_search
+from .read.similar import DUPLICATE_COSINE, MAX_CHUNKS, MAX_PAIRS, RELATED_COSINE, Found, find_pairs
+from .read.trim import TrimParams
+from .rerank import Reranker
+from .store.base import AppVersion, Item, Store
 from .store.open import open_store
 from .types import Chunk, Message
 from .vectors import DenseIndex, ExactDenseIndex, dense_index
@@ -40,6 +46,10 @@ from .write.items import IngestReport, fact_item, session_item
 from .write.plan import IndexPlan
 from .write.validate import FactInput, SessionInput, check_app, check_id, shown
 from .write.writer import Chunker, Writer, fix_embedder_and_plan
+
+if TYPE_CHECKING:
+    from .health import HealthReport
+    from .importers import Imported
 
 DEFAULT_APP = settings.DEFAULT_APP
 
@@ -90,14 +100,8 @@ class Memory:
         self.store: Store = open_store(location, create=create)
         try:
             self.embedder, self.plan = fix_embedder_and_plan(self.store, embedder, plan)
-            self.settings = SearchSettings(
-                depth=depth, fusion=check_fusion(fusion), dense_weight=check_dense_weight(dense_weight),
-                rrf_k=rrf_k, k1=k1, b=b, lexical=lexical_fusion, rerank_depth=rerank_depth,
-                floor=floor_option(self.embedder, floor), fetch_whole_pool=len(self.plan.sets) > 1, group=check_group(group),
-            )
-            self.cut = cut_option(self.embedder, cut)
-            # A second stage re-reads the top fused candidates (None: the fused order is final).
-            self.reranker = get_reranker(reranker) if isinstance(reranker, str) or reranker is None else reranker
+            self._use(checked_options(Options(depth, fusion, dense_weight, rrf_k, k1, b, lexical_fusion, rerank_depth,
+                                              group, floor, cut, reranker), self.embedder))
             self.chunk_tokens = chunk_tokens
             self.index_lexical = index_lexical
             if not isinstance(store_lines, bool):
@@ -108,6 +112,9 @@ class Memory:
             self.cache = open_cache(embed_cache)
             # "exact" | "hnsw" | "auto" (diarist.vectors.dense_index): auto keeps small apps exact.
             self.dense: DenseIndex = dense_index(self.store, dense)
+            # A filtered search scans exactly: the index's own exact scan where it keeps one.
+            exact = self.dense if isinstance(self.dense, ExactDenseIndex) else self.dense.exact
+            self._exact = exact if exact is not None else ExactDenseIndex(self.store)
         except BaseException:
             self.store.close()
             raise
@@ -122,14 +129,19 @@ class Memory:
     def derive(self, **options: Any) -> "Memory":
         """The same memory (store, embedder, plan, caches) searched with other options:
         ``depth``, ``fusion``, ``dense_weight``, ``rrf_k``, ``k1``, ``b``, ``lexical_fusion``,
-        ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut``. Closing the derived memory
-        leaves the store open."""
-        other = object.__new__(Memory)
-        other.__dict__.update(self.__dict__)
-        other.settings, changed = derived_options(self.settings, self.embedder, options)
-        other.__dict__.update(changed)
+        ``rerank_depth``, ``group``, ``floor``, ``reranker``, ``cut`` (``checks.Options``: a replace of
+        the memory's checked options, checked again). Closing the derived memory leaves the store open."""
+        other = copy.copy(self)
+        current = replace(self.options, cut=self.cut, reranker=self.reranker)  # either may have been set since
+        other._use(derived_options(current, self.embedder, options))
         other._owns_store = other._owns_cache = False
         return other
+
+    def _use(self, options: Options) -> None:
+        """Search with checked ``options``: their settings, cut and second stage (``reranker``,
+        which re-reads the top fused candidates; None: the fused order is final)."""
+        self.options, self.cut, self.reranker = options, options.cut, options.reranker
+        self.settings = options.search_settings(fetch_whole_pool=len(self.plan.sets) > 1)
 
     def close(self) -> None:
         if self._owns_store:
@@ -150,15 +162,8 @@ class Memory:
         """A session's chunks; ``title``: the line each begins with (``write.chunk.title_line``)."""
         return self.writer.chunk(messages, title)
 
-    def add_session(
-        self,
-        messages: list[Any],
-        *,
-        app: str = DEFAULT_APP,
-        session_id: str | None = None,
-        date: Any = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> str:
+    def add_session(self, messages: list[Any], *, app: str = DEFAULT_APP, session_id: str | None = None,
+                    date: Any = None, metadata: dict[str, Any] | None = None) -> str:
         """Store one session (a list of {role, content[, time]}); returns its id.
 
         Re-adding the same id with the same content changes nothing; new content replaces it.
@@ -167,13 +172,8 @@ class Memory:
         report = self.add_sessions([item], app=app)
         return (report.added or report.replaced or report.unchanged)[0]
 
-    def add_sessions(
-        self,
-        sessions: Iterable[SessionInput],
-        *,
-        app: str = DEFAULT_APP,
-        progress: Callable[[int], None] | None = None,
-    ) -> IngestReport:
+    def add_sessions(self, sessions: Iterable[SessionInput], *, app: str = DEFAULT_APP,
+                     progress: Callable[[int], None] | None = None) -> IngestReport:
         """Validate every session, then embed and store them in one transaction."""
         app = check_app(app)
         if isinstance(sessions, (str, bytes, dict, SessionInput)) or not isinstance(sessions, Iterable):
@@ -194,15 +194,8 @@ class Memory:
         atomically across threads and processes (``write.writer.Writer.append_messages``)."""
         return self.writer.append_messages(session_id, messages, app=app, date=date)
 
-    def add_fact(
-        self,
-        text: str,
-        *,
-        app: str = DEFAULT_APP,
-        fact_id: str | None = None,
-        date: Any = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> str:
+    def add_fact(self, text: str, *, app: str = DEFAULT_APP, fact_id: str | None = None, date: Any = None,
+                 metadata: dict[str, Any] | None = None) -> str:
         """Store a short standalone note; returns its id."""
         report = self.add_facts([FactInput(text, fact_id, date, metadata)], app=app)
         return (report.added or report.replaced or report.unchanged)[0]
@@ -220,25 +213,12 @@ class Memory:
         if where is None:
             return Channels(self.store, self.dense, self.lexical, self.embedder)
         # The filter runs in the store; the dense scan for it is exact (diarist.read.search).
-        exact = self.dense if isinstance(self.dense, ExactDenseIndex) else getattr(self.dense, "exact", None)
-        if not isinstance(exact, ExactDenseIndex):
-            exact = self._filtered_dense = getattr(self, "_filtered_dense", None) or ExactDenseIndex(self.store)
         return Channels(self.store, self.dense, self.lexical, self.embedder,
-                        allowed=self.store.chunk_ids_where(app, where), filtered_dense=exact)
+                        allowed=self.store.chunk_ids_where(app, where), filtered_dense=self._exact)
 
-    def search(
-        self,
-        query: str,
-        *,
-        app: str = DEFAULT_APP,
-        k: int = settings.BUDGET_K,
-        previous: str | None = None,
-        rerank: bool = True,
-        now: Any = None,
-        where: dict[str, Any] | None = None,
-        explain: bool = False,
-        after: Sequence[Any] = (),
-    ) -> Results:
+    def search(self, query: str, *, app: str = DEFAULT_APP, k: int = settings.BUDGET_K, previous: str | None = None,
+               rerank: bool = True, now: Any = None, where: dict[str, Any] | None = None, explain: bool = False,
+               after: Sequence[Any] = ()) -> Results:
         """The k most relevant memories (each session, note or fact once, with its best
         passages; chunks when the memory was opened with ``group=False``), best first, each
         explaining its rank in every channel.
@@ -262,21 +242,10 @@ class Memory:
         extra = search_extras(explain, after)
         return run_search(self._channels(where, app), app, query, k, self.settings, previous, reranker, moment, **extra)
 
-    def context(
-        self,
-        query: str,
-        *,
-        app: str = DEFAULT_APP,
-        budget_tokens: int = settings.CONTEXT_BUDGET_TOKENS,
-        k: int = settings.CONTEXT_K,
-        previous: str | None = None,
-        min_score: float | None = None,
-        order: str = "date",
-        relative_cut: float | None = None,
-        explain: bool = False,
-        now: Any = None,
-        trim: TrimParams | LinesParams | None | str = "auto",
-    ) -> ContextBlock:
+    def context(self, query: str, *, app: str = DEFAULT_APP, budget_tokens: int = settings.CONTEXT_BUDGET_TOKENS,
+                k: int = settings.CONTEXT_K, previous: str | None = None, min_score: float | None = None,
+                order: str = "date", relative_cut: float | None = None, explain: bool = False, now: Any = None,
+                trim: TrimParams | LinesParams | None | str = "auto") -> ContextBlock:
         """The prompt block for ``query``: dated memories within budget, or "" (see diarist.context).
 
         The read path's stages choose it: the k best memories, each once with its best passages,
@@ -328,12 +297,26 @@ class Memory:
         return find_item(self.store, app, kind, item_id).to_dict()
 
     def list(self, *, app: str = DEFAULT_APP, kind: str = "session", limit: int = 50, offset: int = 0,
-             newest_first: bool = True) -> list[dict[str, Any]]:
+             newest_first: bool = True, where: dict[str, Any] | None = None, since: str | None = None,
+             until: str | None = None) -> list[dict[str, Any]]:
         """Ids and dates of one kind of item, newest first (``newest_first=False``: in the order
-        they were stored); paged."""
+        they were stored); paged. ``where``: only items whose metadata has these top-level keys
+        equal to the values (as ``search``); ``since``/``until``: only items dated on or after /
+        on or before that day (YYYY-MM-DD). See ``diarist.read.listing``."""
         app = check_app(app)
         kind = check_page(kind, limit, offset, newest_first)
-        return [s.to_dict() for s in self.store.list_items(app, kind, limit, offset, newest_first=newest_first)]
+        where, since, until = check_list_filters(where, since, until)
+        rows = summaries(self.store, app, kind, limit, offset, newest_first=newest_first, where=where, since=since,
+                         until=until)
+        return [s.to_dict() for s in rows]
+
+    def similar_pairs(self, app: str, *, duplicate: float = DUPLICATE_COSINE, related: float = RELATED_COSINE,
+                      max_chunks: int = MAX_CHUNKS, limit: int = MAX_PAIRS) -> Found:
+        """Pairs of memories of ``app`` a person may want to merge, delete or mark as superseded: the
+        same text or vectors at ``duplicate``, close in meaning (``related``) on other days
+        (``diarist.read.similar``; among the newest ``max_chunks`` chunks, the ``limit`` best)."""
+        return find_pairs(self.store, check_app(app), duplicate=duplicate, related=related, max_chunks=max_chunks,
+                          limit=limit)
 
     def export(self, *, app: str = DEFAULT_APP) -> Iterator[dict[str, Any]]:
         """Every item of the app, whole, in storage order (sessions, then facts): the records
@@ -344,18 +327,9 @@ class Memory:
         require_app(self.store, app)
         return items(self, app)
 
-    def update(
-        self,
-        item_id: str,
-        *,
-        app: str = DEFAULT_APP,
-        kind: str | None = None,
-        text: str | None = None,
-        messages: list[Any] | None = None,
-        metadata: dict[str, Any] | None = None,
-        date: Any = None,
-        merge_metadata: bool = False,
-    ) -> IngestReport:
+    def update(self, item_id: str, *, app: str = DEFAULT_APP, kind: str | None = None, text: str | None = None,
+               messages: list[Any] | None = None, metadata: dict[str, Any] | None = None, date: Any = None,
+               merge_metadata: bool = False) -> IngestReport:
         """Change a stored item and keep its previous version (``history``): a fact's ``text``, a
         session's ``messages``, either one's ``metadata`` or ``date`` (None keeps the current one).
         ``merge_metadata``: the keys of ``metadata`` are set over the current ones, the others are
@@ -394,10 +368,44 @@ class Memory:
         (a function given one line per change)."""
         from .importers.sync import sync_folder
 
-        return sync_folder(self, path, app=app, keep_deleted=keep_deleted, **options)
+        return sync_folder(self, self.store, path, app=app, keep_deleted=keep_deleted, **options)
 
     def apps(self) -> list[str]:
         return self.store.apps()
+
+    @property
+    def location(self) -> str:
+        """Where the store lives, as it may be shown (a file's path; a URL without its password)."""
+        return self.store.location
+
+    def app_version(self, app: str) -> AppVersion | None:
+        """What every write to ``app`` moves (a cache key); None: the app holds nothing."""
+        return self.store.app_version(app)
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one state of the store, whatever writers commit (``Store.snapshot``)."""
+        return self.store.snapshot()
+
+    def translate_error(self, exc: BaseException) -> DiaristError | None:
+        """The backend's own failure as the diarist error it means (``Store.translate_error``), or None."""
+        return self.store.translate_error(exc)
+
+    @property
+    def embedder_spec(self) -> str | None:
+        """The embedder as the database records it, by name or path (what a server's workers open)."""
+        return self.store.get_meta("embedder_spec")
+
+    def settle_imported(self, imported: Imported, app: str) -> None:
+        """Leave out of ``imported`` what is met twice or stored newer (``importers.load.settle``)."""
+        from .importers.load import settle
+
+        settle(imported, self.store, check_app(app))
+
+    def health(self, apps: list[str] | None = None, *, deep: bool = True) -> HealthReport:
+        """Probe the embedder and both channels, then self-check each app's index (``diarist.health``)."""
+        from .health import check
+
+        return check(self, self.store, apps, deep=deep)
 
     def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         """A consistent copy of the whole database into the new file ``dest``, while writers run
@@ -411,25 +419,15 @@ class Memory:
 
     def app_stats(self, app: str) -> dict[str, Any]:
         """Counts of one app's items and chunks, and the state of its lexical index."""
-        app = check_app(app)
-        counts = self.store.counts(app)
-        if counts is None:
-            raise UnknownApp(f"app {app!r} holds no memory")
-        titles = "indexed" if self.store.titles_indexed(app) else "stored before titles were indexed (run: diarist reindex)"
-        return {**counts.__dict__, "lexical_index": self.lexical.status(app) or "complete", "titles": titles}
+        from .health import app_stats
+
+        return app_stats(self, self.store, check_app(app))
 
     def stats(self, app: str | None = None) -> dict[str, Any]:
-        if app is not None:
-            app = check_app(app)
-            require_app(self.store, app)
-        names = [app] if app is not None else self.store.apps()
-        out: dict[str, Any] = {"path": self.store.location, "apps": {n: self.app_stats(n) for n in names}}
-        size = self.store.size_bytes()
-        if size is not None:
-            out["file_bytes"] = size
-        out["embedder"] = self.embedder.model_id
-        out["index_plan"] = self.plan.name
-        return out
+        """The store's location and size, the embedder, the plan, and ``app_stats`` of each app (or of ``app``)."""
+        from .health import stats
+
+        return stats(self, self.store, app if app is None else check_app(app))
 
     def reindex(self, app: str) -> int:
         """Rebuild an app's lexical index from its stored text (and its dense graph, if any),

@@ -57,7 +57,7 @@ CONTEXT_K = 32
 CONTEXT_RELATIVE_CUT = 0.65
 # The context block's cut (diarist.read.cut): a memory stays when its cosine reaches
 # CUT_MIN_COSINE within CUT_MAX_GAP of the best memory's, or when it holds CUT_MIN_COVERAGE of
-# the question's terms; the best memory always stays. For all-MiniLM-L6-v2 (CUT_MODEL): fitted
+# the question's terms; the best memory always stays. For all-MiniLM-L6-v2 (its Calibration.block_cut): fitted
 # by the context benchmark on both dev sets, grid over the three, admissible when the block holds
 # evidence as often as the ranking's top 5 less a point (else as today's block), objective the
 # evidence share of tokens and the off-topic tokens (benchmarks/context_cv.py, report
@@ -65,8 +65,7 @@ CONTEXT_RELATIVE_CUT = 0.65
 # together with the trimming below, the point is 0.30 / 0.03 / 0.50 (trim_cv.json). CUT_MIN_COSINE
 # was 0.20 (cut_cv.json); refitted with BLOCK_KEEP_BY_MEANING below on the everyday set (issue 41),
 # where a short stated fact sits at cosine 0.10 to 0.20 under one unrelated conversation.
-CUT = "auto"  # the cut below for the model it was chosen for; None: no cut
-CUT_MODEL = "all-MiniLM-L6-v2-onnx-int8"
+CUT = "auto"  # the cut below for the model it was chosen for (Calibration.block_cut); None: no cut
 CUT_MIN_COSINE = 0.10
 CUT_MAX_GAP = 0.07
 CUT_MIN_COVERAGE = 0.34

@@ -41,7 +41,7 @@ def test_committed_floor_calibration_re_derives_and_loses_no_legitimate_question
     rows = read_jsonl(folder / script.ROWS)
     from diarist.embed.onnx_minilm import MiniLMOnnxEmbedder
 
-    floor = MiniLMOnnxEmbedder.relevance_floor
+    floor = MiniLMOnnxEmbedder.calibration.relevance_floor
     legit = [r for r in rows if r["kind"] == "legitimate"]
     assert legit and all(r["best_cosine"] >= floor for r in legit)
 
@@ -88,7 +88,7 @@ def test_evidence_floor_study_rederives_and_loses_no_legitimate_question_out_of_
     assert trusting == json.loads((folder / "evidence_floor_trusting_cv.json").read_text())
     reports = [*result["in_sample"].values(), *result["cross_dataset"].values(), result["five_fold"]["all"]]
     assert all(r["legitimate_lost"] == 0 for r in reports if isinstance(r, dict))
-    shipped = MiniLMOnnxEmbedder.evidence_floor
+    shipped = MiniLMOnnxEmbedder.calibration.evidence_floor
     assert (shipped.weak_cosine, shipped.coverage) == (result["in_sample"]["b"], result["in_sample"]["c"])
     assert (shipped.cosine, shipped.personal) == (module.SHIPPED, module.PERSONAL_FLOOR)
 

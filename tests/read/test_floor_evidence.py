@@ -138,11 +138,11 @@ def lisbon():
 
 
 def test_minilm_answers_the_short_fact_case_and_the_cosine_switch_does_not(lisbon):
-    assert lisbon.settings.floor == lisbon.embedder.evidence_floor
+    assert lisbon.settings.floor == lisbon.embedder.calibration.evidence_floor
     hits = lisbon.search("Where do I live?", app="me")
     assert hits and "Lisbon" in hits[0].text
     assert list(lisbon.derive(floor="cosine").search("Where do I live?", app="me")) == []
-    assert lisbon.derive(floor="cosine").settings.floor == Floor(lisbon.embedder.relevance_floor)
+    assert lisbon.derive(floor="cosine").settings.floor == Floor(lisbon.embedder.calibration.relevance_floor)
 
 
 def test_minilm_answers_an_impersonal_off_topic_question_with_nothing(lisbon):

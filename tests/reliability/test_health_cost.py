@@ -59,7 +59,7 @@ def test_health_reads_no_app_vectors_and_runs_no_recall_check(tmp_path, monkeypa
 def test_doctor_keeps_the_recall_check_reading_the_vectors_once(tmp_path, monkeypatch):
     memory = _graph_app(tmp_path / "m.sqlite")
     reads = _count_vector_reads(memory, monkeypatch)
-    report = health.check(memory)
+    report = memory.health()
     # (its value on 120 hash vectors full of ties varies with the graph's threads: not asserted)
     assert any("recall@50" in line and f"on {health.RECALL_SAMPLES} samples" in line for line in report.lines)
     assert reads.count("big") == 1  # one read for every sample's exact answer
@@ -97,7 +97,7 @@ def test_doctor_still_catches_a_broken_graph(tmp_path):
     memory = _graph_app(tmp_path / "m.sqlite")
     graph = memory.dense._graphs["big"]
     graph.index.remove([int(i) for i in graph.ids[20:]])  # the newest 100 chunks gone from the graph
-    report = health.check(memory)
+    report = memory.health()
     failing = [line for line in report.lines if line.startswith("FAIL")]
     assert not report.ok, report.lines
     assert any("dense index" in line for line in failing) and any("not in the dense top" in line for line in failing), failing

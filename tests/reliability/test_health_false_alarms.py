@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 
 import pg_server as pg_module
-from diarist.health import RECHECKS, check, check_app_index
+from diarist.health import RECHECKS, check_app_index
 from diarist.memory import Memory
 
 
@@ -28,7 +28,7 @@ def _low_vocabulary(memory: Memory) -> None:
 def test_a_healthy_low_vocabulary_app_passes(tmp_path):
     with Memory(tmp_path / "m.sqlite", embedder="hash") as memory:
         _low_vocabulary(memory)
-        report = check(memory, ["k"])
+        report = memory.health(["k"])
         assert report.ok, [line for line in report.lines if line.startswith("FAIL")]
         assert report.apps["k"]["lexical"]["rank"] > 10
 
@@ -40,7 +40,7 @@ def test_a_broken_low_vocabulary_index_still_fails(tmp_path):
     with sqlite3.connect(db) as conn:  # the postings lost, the counters intact
         conn.execute("DELETE FROM lex_postings")
     with Memory(db, embedder="hash") as memory:
-        report = check(memory, ["k"])
+        report = memory.health(["k"])
     assert not report.ok and not report.apps["k"]["lexical"]["ok"]
     assert "not in the lexical top" in report.apps["k"]["lexical"]["error"]
 
@@ -70,9 +70,9 @@ def test_a_sample_replaced_under_every_recheck_is_not_judged_a_failure(location)
         return found
 
     memory.store.sample_chunk = sample_then_another_writer_replaces
-    result = check_app_index(memory, "a")
+    result = check_app_index(memory, memory.store, "a")
     assert len(replaced) == RECHECKS and result["ok"], result
     assert "not judged" in result["note"]
     memory.store.sample_chunk = real_sample
-    assert check(memory, ["a"]).ok  # once the writer stops, judged again, and sound
+    assert memory.health(["a"]).ok  # once the writer stops, judged again, and sound
     memory.close()

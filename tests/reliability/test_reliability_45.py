@@ -92,7 +92,7 @@ def test_curate_holds_a_bounded_candidate_set_when_every_pair_passes(memory):
                       for i in range(n)], app="a")
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    found = curate.find_pairs(memory, "a", related=0.05, duplicate=0.97)
+    found = memory.similar_pairs("a", related=0.05, duplicate=0.97)
     peak_mb = (tracemalloc.get_traced_memory()[1] - base) / 2**20
     tracemalloc.stop()
     assert found.compared == n and len(found.pairs) == curate.MAX_PAIRS
@@ -122,8 +122,8 @@ def test_health_polled_by_8_clients_runs_one_check_per_window(memory, monkeypatc
     memory.add_fact("a fact", app="a", fact_id="f")
     monkeypatch.setattr(health_route, "HEALTH_CACHE_SECONDS", 3600.0, raising=False)  # one window for the whole test
     runs = []
-    real = health_route.check
-    monkeypatch.setattr(health_route, "check", lambda *a, **k: runs.append(1) or real(*a, **k))
+    real = memory.health
+    monkeypatch.setattr(memory, "health", lambda *a, **k: runs.append(1) or real(*a, **k))
     client = TestClient(create_app(memory))
     statuses = []
 
@@ -141,6 +141,7 @@ def test_health_polled_by_8_clients_runs_one_check_per_window(memory, monkeypatc
 
 
 def test_a_date_filter_at_the_largest_offset_reads_the_summaries_in_few_queries(memory, monkeypatch):
+    from diarist.read.listing import SCAN_PAGE
     from diarist.ui import browse
     from diarist.write.validate import FactInput
 
@@ -151,6 +152,6 @@ def test_a_date_filter_at_the_largest_offset_reads_the_summaries_in_few_queries(
                         offsets.append(offset) or real(app, kind, limit, offset, **k))
     rows, more = browse.page(memory, "a", browse.Filters(kind="fact", since="2024-01-01", until="2024-12-31"), 10**9)
     assert rows == [] and not more
-    assert len(offsets) == 1, f"{len(offsets)} queries for 3,000 summaries (read {browse.SCAN_PAGE:,} at a time)"
+    assert len(offsets) == 1, f"{len(offsets)} queries for 3,000 summaries (read {SCAN_PAGE:,} at a time)"
     rows, _ = browse.page(memory, "a", browse.Filters(kind="fact", since="2024-03-01", until="2024-03-01"), 0)
     assert len(rows) == browse.PAGE_SIZE and all(r["date"].startswith("2024-03-01") for r in rows)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from test_server_support import DIARIST, ServerThread, diarist_env
 
-from diarist.health import check
 from diarist.memory import Memory
 from diarist.server.app import create_app
 
@@ -32,7 +31,7 @@ def doctor(db) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_healthy(tmp_path):
     memory = fill(tmp_path / "m.sqlite")
-    report = check(memory)
+    report = memory.health()
     assert report.ok, report.lines
     assert report.apps["me"]["dense"]["rank"] == 1 and report.apps["me"]["lexical"]["rank"] == 1
     assert all("ms" in report.channels[c] for c in ("embed", "dense", "lexical"))
@@ -61,7 +60,7 @@ def test_broken_embedder_fails_health(tmp_path, broken):
 
     memory.embedder = copy.copy(memory.embedder)  # the instance is shared: break a copy
     memory.embedder.embed_batch = embed_batch  # break the embedder on purpose
-    report = check(memory)
+    report = memory.health()
     assert not report.ok
     assert any(line.startswith("FAIL") for line in report.lines)
     with ServerThread(create_app(memory)) as srv:
@@ -80,7 +79,7 @@ def test_corrupt_vectors_fail_health(tmp_path):
             conn.execute("UPDATE chunks SET vector = ? WHERE id = ?",
                          (rng.integers(-127, 128, n, dtype=np.int8).tobytes(), chunk_id))
     memory = Memory(db, embedder="hash")
-    report = check(memory)
+    report = memory.health()
     assert not report.ok and not report.apps["me"]["dense"]["ok"]
     assert report.apps["me"]["lexical"]["ok"]  # the other channel is still fine, and says so
     memory.close()
@@ -96,7 +95,7 @@ def test_lost_postings_fail_health_even_when_counters_look_right(tmp_path):
         conn.execute("DELETE FROM lex_postings")
     memory = Memory(db, embedder="hash")
     assert memory.lexical.status("me") is None  # the cheap check sees nothing wrong
-    report = check(memory)
+    report = memory.health()
     assert not report.ok and not report.apps["me"]["lexical"]["ok"]
     with ServerThread(create_app(memory)) as srv:
         r = httpx.get(f"{srv.url}/health", timeout=30)
@@ -111,7 +110,7 @@ def test_incomplete_lexical_index_fails_health(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE lex_stats SET n_docs = n_docs - 1")
     memory = Memory(db, embedder="hash")
-    report = check(memory)
+    report = memory.health()
     assert not report.ok and "falls back to vectors" in report.apps["me"]["lexical"]["error"]
     memory.close()
 
@@ -137,19 +136,18 @@ def test_a_writer_replacing_the_sampled_chunk_during_the_check_is_no_failure(tmp
         return found
 
     memory.store.sample_chunk = sample_then_another_writer_replaces
-    result = check_app_index(memory, "a")
+    result = check_app_index(memory, memory.store, "a")
     assert replaced and result["ok"], result
     memory.close()
 
 
 def test_a_newest_chunk_without_index_terms_is_no_failure(tmp_path):
     """An app whose newest chunk has nothing BM25 can look for ("😀 ¿") is healthy."""
-    from diarist.health import check
 
     with Memory(tmp_path / "emoji.sqlite", embedder="hash") as memory:
         memory.add_fact("The quartz lighthouse keeper feeds herons.", app="a")
         memory.add_fact("😀 ¿", app="a")
-        report = check(memory)
+        report = memory.health()
         assert report.ok, report.lines
         assert "no index term" in report.apps["a"]["lexical"]["note"]
 

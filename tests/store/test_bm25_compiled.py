@@ -223,13 +223,13 @@ def test_the_binary_search_addressing_stays_with_numpy(monkeypatch):
 
 
 def test_doctor_says_what_scores_bm25(tmp_path, monkeypatch):
-    from diarist import Memory, health
+    from diarist import Memory
 
     mem = Memory(tmp_path / "d.sqlite", embedder="hash")
-    line = next(line for line in health.check(mem).lines if "BM25 scoring" in line)
+    line = next(line for line in mem.health().lines if "BM25 scoring" in line)
     assert ("compiled" in line) == (bm25.kernel is not None)
     monkeypatch.setattr(bm25, "kernel", None)
-    line = next(line for line in health.check(mem).lines if "BM25 scoring" in line)
+    line = next(line for line in mem.health().lines if "BM25 scoring" in line)
     assert "numpy" in line and "C compiler" in line
     mem.close()
 

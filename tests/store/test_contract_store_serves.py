@@ -7,7 +7,6 @@ import pytest
 from fastapi.testclient import TestClient
 from memory_store import DictStore
 
-from diarist.health import check
 from diarist.memory import Memory
 from diarist.server.app import create_app
 
@@ -40,7 +39,7 @@ def test_keys_and_health(served):
     served.keys.revoke(str(info.id))
     with pytest.raises(Exception, match="revoked"):
         served.keys.app_for(key)
-    report = check(served)
+    report = served.health()
     assert report.ok, report.lines
     assert report.apps["alpha"]["dense"]["ok"] and report.apps["alpha"]["lexical"]["ok"]
 

@@ -189,7 +189,6 @@ def test_large_app_built_in_background_exact_meanwhile(db):
 def test_memory_option_doctor_reindex_and_delete(db_path):
     from conftest import add_all, make_sessions
     from diarist.errors import ConfigError
-    from diarist.health import check
     from diarist.memory import Memory
 
     with pytest.raises(ConfigError):
@@ -200,7 +199,7 @@ def test_memory_option_doctor_reindex_and_delete(db_path):
         hits = mem.search("garden river lantern", app="one", k=5, rerank=False)
         assert [h.chunk_id for h in hits] == [h.chunk_id for h in exact.search("garden river lantern", app="one", k=5, rerank=False)]
         assert list(folder.glob("*.usearch"))
-        lines = [line for line in check(mem, ["one"]).lines if "dense index" in str(line)]
+        lines = [line for line in mem.health(["one"]).lines if "dense index" in str(line)]
         assert lines and "recall@50" in str(lines[0])
         assert mem.reindex("one") > 0 and list(folder.glob("*.usearch"))
         mem.delete_app("one")

@@ -264,13 +264,13 @@ def test_searches_beside_appends_answer_the_top_of_a_state_no_older_than_they_sa
 
 
 def test_doctor_says_what_computes_the_products(tmp_path, monkeypatch):
-    from diarist import Memory, health
+    from diarist import Memory
 
     mem = Memory(tmp_path / "d.sqlite", embedder="hash")
-    lines = health.check(mem).lines
+    lines = mem.health().lines
     assert any("exact dense scan" in line and "onnxruntime's int8 kernel" in line for line in lines)
     monkeypatch.setattr(int8_scan, "_broken", "a test says so")
-    lines = health.check(mem).lines
+    lines = mem.health().lines
     assert any("exact dense scan" in line and "numpy" in line and "a test says so" in line for line in lines)
     mem.close()
 

@@ -27,7 +27,7 @@ from conftest import add_all, load_locomo, make_sessions  # noqa: E402
 from pg_server import PgServer  # noqa: E402
 from store_contract import fact, identity_script  # noqa: E402
 
-from diarist import health, lexical  # noqa: E402
+from diarist import lexical  # noqa: E402
 from diarist.errors import DatabaseNotFound, NotADatabase, NotFound, SchemaError, StoreError  # noqa: E402
 from diarist.importers.locomo import locomo_sessions  # noqa: E402
 from diarist.memory import Memory  # noqa: E402
@@ -267,7 +267,7 @@ def test_memory_round_trip(pg_server: PgServer) -> None:
         mem.keys.revoke(str(record.id))
         assert mem.keys.list("me") == [] and mem.keys.list("me", include_revoked=True)[0].revoked_at
 
-        report = health.check(mem)
+        report = mem.health()
         assert report.ok, report.lines
         assert report.apps["me"]["ok"]
 

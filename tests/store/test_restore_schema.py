@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from diarist.cli import main
 from diarist.errors import StoreError
-from diarist.health import check
 from diarist.memory import Memory
 from diarist.store.sqlite.backup import restore_database
 
@@ -53,7 +52,7 @@ def _assert_refused(backup, target, named: str, pattern: str | None = None) -> N
 def test_doctor_reports_unknown_schema_objects(tmp_path):
     path = _tampered(tmp_path, "trigger")
     with Memory(path, embedder="hash", create=False) as memory:
-        report = check(memory)
+        report = memory.health()
     assert not report.ok
     assert any(line.startswith("FAIL") and "trigger 'keep_text'" in line for line in report.lines)
 
@@ -64,7 +63,7 @@ def test_a_clean_file_restores_and_passes_doctor(tmp_path):
         memory.add_session([{"role": "user", "content": "the plan"}], app="a", session_id="s1")
     restore_database(backup, tmp_path / "restored.sqlite")
     with Memory(tmp_path / "restored.sqlite", embedder="hash", create=False) as memory:
-        report = check(memory)
+        report = memory.health()
     assert report.ok, report.lines
 
 
@@ -106,5 +105,5 @@ def test_restore_refuses_a_table_rebuilt_without_on_delete_cascade(tmp_path, tab
     backup = _rebuilt(tmp_path, table)
     _assert_refused(backup, tmp_path / "restored.sqlite", f"table '{table}'", f"table '{table}'.*definition")
     with Memory(backup, embedder="hash", create=False) as memory:
-        report = check(memory)
+        report = memory.health()
     assert not report.ok and any(line.startswith("FAIL") and f"table '{table}'" in line for line in report.lines)

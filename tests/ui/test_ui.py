@@ -260,11 +260,26 @@ def test_browse_filters_by_kind_source_dates_and_metadata_and_pages(seeded):
     assert client.get("/ui/apps/alice?since=yesterday").status_code == 422
 
 
+def test_memory_lists_by_metadata_and_dates_through_its_own_door(seeded):
+    """What the browse page reads is ``Memory.list``'s (issue 44: the inspector never reaches the
+    store): filters by metadata and days, both orders, paged, and bad filters refused by name."""
+    ids = lambda rows: [r.get("fact_id") or r.get("session_id") for r in rows]  # noqa: E731
+    assert ids(seeded.list(app="alice", kind="fact", where={"source": "chat"})) == ["home"]
+    assert ids(seeded.list(app="alice", kind="fact", until="2023-12-31")) == ["old", "home"]
+    assert ids(seeded.list(app="alice", kind="fact", until="2023-12-31", newest_first=False)) == ["home", "old"]
+    assert ids(seeded.list(app="alice", kind="fact", limit=1, offset=1)) == ["old"]
+    assert ids(seeded.list(app="alice", since="2024-03-01", where={"n": 1})) == []
+    for bad in ({"where": {}}, {"where": "source=chat"}, {"since": "2024-3-1"}, {"until": 20240301}):
+        with pytest.raises(InvalidInput):
+            seeded.list(app="alice", **bad)
+
+
 # -- ask --------------------------------------------------------------------------------------------
 
 
 def test_ask_reads_the_trace_in_the_agreed_shape(seeded):
     from diarist.context import ContextBlock
+    from diarist.read.trace import StageRecord
 
     hits = list(seeded.search("what is my cat called", app="alice", k=5))
     for hit in hits:
@@ -290,18 +305,17 @@ def test_ask_reads_the_trace_in_the_agreed_shape(seeded):
     assert str(hit.passages[0]) == "<mark>Admon</mark> &lt;b&gt;purrs&lt;/b&gt;."
     # the block's read ran every stage: its record and what it left out are the ones shown
     block = ContextBlock("<memory>...</memory>", n_tokens=7)
-    block.trace = [{"stage": "budget", "kept": 1, "dropped": 4, "note": "800 tokens"}]
+    block.trace = [StageRecord("budget", 1, 4, "800 tokens")]
     block.dropped = [SimpleNamespace(id="home", stage="cut", reason="under the cut", score=0.2)]
     view = explain.ask(memory_giving(block), "alice", "my cat", 5)
     assert view.trace == [{"stage": "budget", "kept": 1, "dropped": 4, "note": "800 tokens"}]
     assert [(d.id, d.stage, d.reason) for d in view.left_out] == [("home", "cut", "under the cut")]
 
 
-def test_ask_without_a_trace_shows_what_hits_carry(seeded, monkeypatch):
-    real = seeded.search
-    monkeypatch.setattr(seeded, "search", lambda query, **options: real(query, **options))  # takes no explain=
+def test_ask_shows_what_the_memory_explains(seeded):
+    """The page asks ``Memory`` with ``explain`` (no probing of what it accepts): each hit's why."""
     view = explain.ask(seeded, "alice", "What is my cat called?", 5)
-    assert not view.traced and view.hits[0].id == "cat"
+    assert view.traced and view.hits[0].id == "cat" and view.trace
     assert view.hits[0].channels["lexical"]["rank"] == 1 and "cat" in view.hits[0].matched_terms
     assert view.context_tokens > 0 and "Admon" in view.context
     assert {d.id for d in view.left_out} == {h.id for h in view.hits if not h.in_context}
@@ -312,7 +326,7 @@ def test_ask_without_a_trace_shows_what_hits_carry(seeded, monkeypatch):
 
 def test_curate_finds_the_same_text_twice_and_changes_nothing_until_asked(seeded):
     before = _snapshot(seeded, "alice")
-    found = curate.find_pairs(seeded, "alice")
+    found = seeded.similar_pairs("alice")
     pair = next(p for p in found.pairs if {p.a.id, p.b.id} == {"old", "new"})
     assert pair.reason == "same text" and pair.duplicate and (pair.a.id, pair.b.id) == ("old", "new")  # older first
     assert found.total == found.compared == seeded.app_stats("alice")["chunks"]
@@ -329,7 +343,7 @@ def test_curate_actions_supersede_merge_and_delete(seeded):
     assert seeded.history("old", app="alice")[0]["metadata"] == {"from": "doctor"}
     exported = [r for r in seeded.export(app="alice") if r.get("fact_id") == "old"]
     assert exported[0]["metadata"]["superseded_by"] == "new"  # the mark is exported
-    assert all({p.a.id, p.b.id} != {"old", "new"} for p in curate.find_pairs(seeded, "alice").pairs)
+    assert all({p.a.id, p.b.id} != {"old", "new"} for p in seeded.similar_pairs("alice").pairs)
 
     curate.apply(seeded, "alice", "merge", ("fact", "new"), ("fact", "old"))
     assert seeded.get("new", app="alice")["metadata"] == {"from": "doctor", "merged_from": "old"}
@@ -341,7 +355,7 @@ def test_curate_actions_supersede_merge_and_delete(seeded):
     with pytest.raises(InvalidInput):
         curate.apply(seeded, "alice", "delete", ("fact", "home"), ("fact", "home"))
     with pytest.raises(InvalidInput):
-        curate.find_pairs(seeded, "alice", duplicate=0.5, related=0.9)
+        seeded.similar_pairs("alice", duplicate=0.5, related=0.9)
 
 
 def test_export_download_and_delete_app_through_the_pages(seeded):

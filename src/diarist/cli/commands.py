@@ -56,7 +56,7 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     all. Re-ingesting the same file changes nothing.
     """
     from ..importers import read_all
-    from ..importers.load import check_imported, settle, store_checked
+    from ..importers.load import check_imported, store_checked
 
     imported = read_all(path, format_name, limit, max_bytes=max_bytes, exclude=exclude)
     shown_path = "<stdin>" if path == "-" else path
@@ -64,7 +64,7 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
     if not as_json:
         say_skipped(imported)
     memory = open_memory(db, embedder, plan=plan, create=True)
-    settle(imported, memory.store, app)
+    memory.settle_imported(imported, app)
     if not as_json:
         say_kept_newer(imported)
     fmt, sessions = imported.format, imported.sessions
@@ -73,7 +73,7 @@ def ingest(path: str, db: str | None, app: str, embedder: str | None, plan: str 
         stored = store_checked(memory, imported, app=app, batch=batch, progress=bar.update)
     report, facts = stored.sessions, stored.facts
     elapsed = time.perf_counter() - start
-    location = memory.store.location
+    location = memory.location
     memory.close()
     if as_json:
         click.echo(json.dumps({"path": shown_path, "format": fmt, "app": app, "database": location,
@@ -219,9 +219,7 @@ def stats(db: str | None, app: str | None, embedder: str | None) -> None:
 def doctor(db: str | None, embedder: str | None) -> None:
     """Check the database (schema objects diarist did not create included), the embedder and each app's
     indexes (the HNSW graph's recall too, which /health skips); exit 1 on any problem."""
-    from ..health import check
-
-    report = check(open_memory(db, embedder))
+    report = open_memory(db, embedder).health()
     for line in report.lines:
         click.echo(line)
     if not report.ok:

@@ -52,7 +52,7 @@ def list_items(db: str | None, app: str, kind: str, limit: int, offset: int, old
     """List the ids and dates of stored sessions or facts, newest first (--oldest-first: in the order stored)."""
     with open_memory(db) as memory:
         if app not in memory.apps():  # an unknown app is an error, not an empty list
-            raise UnknownApp(f"app {app!r} holds no memory in {memory.store.location}")
+            raise UnknownApp(f"app {app!r} holds no memory in {memory.location}")
         found = memory.list(app=app, kind=kind, limit=limit, offset=offset, newest_first=not oldest_first)
     if as_json:
         click.echo(json.dumps(found, indent=2, ensure_ascii=False))

@@ -75,7 +75,7 @@ def sync(path: str, db: str | None, app: str, embedder: str | None, plan: str | 
             _watch(memory, path, app, poll, as_json, options)
             return
         report = memory.sync(path, app=app, say=say, **options)
-        _summarise(report, path, app, memory.store.location, as_json)
+        _summarise(report, path, app, memory.location, as_json)
     finally:
         memory.close()
     if report.failed:
@@ -95,7 +95,7 @@ def _watch(memory, path: str, app: str, poll: float | None, as_json: bool, optio
 
     def on_sync(report) -> None:
         if report.changes or report.failed or as_json:
-            _summarise(report, path, app, memory.store.location, as_json)
+            _summarise(report, path, app, memory.location, as_json)
 
     say = (lambda line: None) if as_json else _say
     if as_json:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import InvalidInput
-from ..read.floor import Floor
+from .calibration import UNCALIBRATED, Calibration
 
 
 class Embedder(ABC):
@@ -30,12 +30,9 @@ class Embedder(ABC):
     #: up: then a chunk's count (the sum of its turns') is its text's, and ingest passes it to
     #: ``embed_passages`` instead of counting again. False unless a model says so.
     whitespace_splits: bool = False
-    #: Best cosine under which search answers "nothing relevant" (``Memory(floor="cosine")``).
-    #: Calibrated per model on real data; None: this model has no calibrated floor.
-    relevance_floor: float | None = None
-    #: The floor that also reads the question and the lexical index (``Memory(floor="auto")``,
-    #: diarist.read.floor); None: this model has none, "auto" takes ``relevance_floor``.
-    evidence_floor: Floor | None = None
+    #: What was fitted on this model's scores (its floors, whether the block's cut applies), in
+    #: one record (diarist.embed.calibration); a model not calibrated gets no floor and no cut.
+    calibration: Calibration = UNCALIBRATED
 
     @property
     def window(self) -> int:

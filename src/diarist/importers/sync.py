@@ -58,10 +58,12 @@ Say = Callable[[str], None]
 
 
 class Memory(Protocol):
-    """What a sync uses of ``diarist.memory.Memory`` (named here, not imported: Memory.sync
-    imports this module)."""
+    """What a sync (and ``watch``) uses of ``diarist.memory.Memory`` (named here, not imported:
+    Memory.sync imports this module, and hands it the store)."""
 
-    store: Store
+    def sync(self, path: str | os.PathLike[str], *, app: str, **options: Any) -> SyncReport: ...
+
+    def settle_imported(self, imported: Imported, app: str) -> None: ...
 
     def add_items(self, items: Sequence[Item], *, app: str) -> Any: ...
 
@@ -126,10 +128,11 @@ def check_folder(path: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, format: str | None = None,
+def sync_folder(memory: Memory, store: Store, path: str | os.PathLike[str], *, app: str, format: str | None = None,
                 keep_deleted: bool = False, exclude: tuple[str, ...] = (), max_bytes: int = DEFAULT_MAX_BYTES,
                 rehash: bool = False, say: Say | None = None) -> SyncReport:
-    """Bring the folder ``path`` into ``app`` (see the module); ``say`` gets one line per change.
+    """Bring the folder ``path`` into ``app`` (see the module; ``Memory.sync``, which hands over
+    its store: the sync records what it read there); ``say`` gets one line per change.
     ``rehash``: hash every file, even one whose size and time are as recorded (a copy that kept
     the times of a same-size edit is seen then)."""
     app = check_app(app)
@@ -140,7 +143,6 @@ def sync_folder(memory: Memory, path: str | os.PathLike[str], *, app: str, forma
     started = time.perf_counter()
     root = str(folder.resolve())
     report = SyncReport(root)
-    store = memory.store
     every = store.synced_files(app)
     recorded = {f.path: f for f in every if f.root == root}
     unreadable: list[tuple[str, str]] = []

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import DiaristError
 from . import folder_suffixes
 from .folder import folder_files
-from .sync import Memory, Say, SyncReport, check_folder, sync_folder
+from .sync import Memory, Say, SyncReport, check_folder
 
 POLL_SECONDS = 1.0
 DEBOUNCE_SECONDS = 0.3
@@ -43,13 +43,13 @@ def watch(memory: Memory, path: str | os.PathLike[str], *, app: str, poll: float
           on_sync: Callable[[SyncReport], None] | None = None, **options: Any) -> None:
     """Sync ``path`` into ``app`` now and after every change until ``stop`` is set (or Ctrl-C:
     KeyboardInterrupt reaches the caller). ``poll``: poll every so many seconds even when
-    watchfiles is installed; ``options`` are ``sync_folder``'s; ``on_sync`` gets each report."""
+    watchfiles is installed; ``options`` are ``Memory.sync``'s; ``on_sync`` gets each report."""
     folder = check_folder(path)
     stop = stop or threading.Event()
     say = say or (lambda line: None)
 
     def run() -> None:
-        report = sync_folder(memory, folder, app=app, say=say, **options)
+        report = memory.sync(folder, app=app, say=say, **options)
         if on_sync is not None:
             on_sync(report)
 

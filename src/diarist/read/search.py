@@ -358,7 +358,7 @@ def second_stage(search: Search) -> None:
     before = search.hits[:depth]
     head = reranker.rerank_question(search.question, before)
     search.hits = head + search.hits[depth:]
-    error = getattr(reranker, "error", None)
+    error = reranker.error
     if error:
         search.notes.append(f"reranker {reranker.name} unavailable, fused order kept: {error}")
     moved = sum(a is not b for a, b in zip(head, before))

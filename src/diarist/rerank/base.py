@@ -22,6 +22,8 @@ log = logging.getLogger("diarist")
 class Reranker(ABC):
     #: Written into ``Hit.stage`` and the ``rerank`` score key of the hits it orders.
     name: str = "rerank"
+    #: Why the backend could not load (search then keeps the fused order); None: it serves.
+    error: str | None = None
 
     @abstractmethod
     def scores(self, query: str, hits: Sequence[Hit], now: datetime | None = None) -> list[float]:

@@ -57,8 +57,8 @@ def serve(db: str | None, embedder: str | None, host: str, port: int, workers: i
     path = db_location(db)
     # Create or migrate the file, and fix the embedder and plan in it, before forking workers.
     memory = open_memory(path, embedder, create=True)
-    spec = embedder or memory.store.get_meta("embedder_spec")
-    location = memory.store.location  # never the URL itself: it may hold a password
+    spec = embedder or memory.embedder_spec
+    location = memory.location  # never the URL itself: it may hold a password
     memory.close()
     # The server edge hands its settings to the workers (a PostgreSQL URL with its password and
     # pool options, ?pool_size=N, too: each worker opens its own pool; it is never printed).

@@ -70,7 +70,7 @@ class TranslatingRoute(APIRoute):
             try:
                 return await handler(request)
             except Exception as exc:
-                translated = request.app.state.memory.store.translate_error(exc)
+                translated = request.app.state.memory.translate_error(exc)
                 if translated is None:
                     raise
                 raise BackendFailure(exc, translated) from exc
@@ -85,7 +85,7 @@ def add_exception_handlers(api: FastAPI, memory: Memory) -> None:
     def for_clients(message: str) -> str:
         """A server-side failure as a client may read it: where the database lives (a path, a
         host) is the operator's business, and stays in the server log."""
-        location = str(memory.store.location or "")
+        location = str(memory.location or "")
         return message.replace(location, "the database") if location else message
 
     @api.exception_handler(DiaristError)

@@ -57,7 +57,7 @@ def build_mcp(memory: Memory, app: str, *, name: str = "diarist") -> Any:
             except DiaristError as exc:
                 raise ToolError(str(exc)) from None
             except Exception as exc:
-                translated = memory.store.translate_error(exc)
+                translated = memory.translate_error(exc)
                 if translated is None:
                     raise
                 raise ToolError(str(translated)) from None

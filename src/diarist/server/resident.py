@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         warm(memory)
         sock.unlink(missing_ok=True)  # a socket left by a process that died: the lock is ours now
         serve(memory, sock, idle_seconds=args.idle_seconds, on_ready=lambda: print(
-            f"diarist resident: serving {memory.store.location} on {sock} (pid {os.getpid()})", file=sys.stderr,
+            f"diarist resident: serving {memory.location} on {sock} (pid {os.getpid()})", file=sys.stderr,
             flush=True))
     finally:
         sock.unlink(missing_ok=True)

@@ -51,5 +51,5 @@ def ui(db: str | None, embedder: str | None, port: int, max_upload_bytes: int, t
     seconds = timeout_from_env()
     memory = open_memory(db_location(db), embedder, create=True)
     app = BodyTimeout(BodyLimit(local_app(memory), max_bytes=max_upload_bytes), seconds=seconds)
-    click.echo(f"diarist: inspector for {memory.store.location} on http://127.0.0.1:{port}/ui/", err=True)
+    click.echo(f"diarist: inspector for {memory.location} on http://127.0.0.1:{port}/ui/", err=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **uvicorn_options(seconds))

@@ -10,7 +10,8 @@ settings), ``diarist ui`` and any other process draw their own. So a copy of the
 holds nothing a cookie can be made from, and every session ends when the server stops. A session
 expires ``SESSION_SECONDS`` after login; logout ends it in the server: its nonce is kept in a
 revocation list until it would have expired (in the process's memory, and in the database's
-``meta`` table when the file can be written, so every worker of ``serve`` refuses it).
+``meta`` table when the file can be written, ``KeyStore.end_session``, so every worker of
+``serve`` refuses it).
 
 The CSRF token of a form is an HMAC of the session's nonce: a page from another origin can
 neither read it nor forge it, and the cookie is ``SameSite=Strict`` besides.
@@ -29,16 +30,13 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import StoreError
-from ..keys import hash_key
-from ..store.base import Store
+from ..keys import KeyStore, hash_key
 
 COOKIE = "diarist_ui"
 SECRET_ENV = "DIARIST_UI_SECRET"
 MAX_COOKIE_CHARS = 1024
 #: A session ends this long after login (or at logout, or when the server stops).
 SESSION_SECONDS = 12 * 3600
-#: A revoked nonce is kept in ``meta`` under this prefix (value: when it would have expired).
-REVOKED_PREFIX = "ui_revoked:"
 
 _PROCESS_SECRET = secrets.token_urlsafe(32)
 
@@ -60,9 +58,9 @@ class Signer:
     """Signs sessions and derives their CSRF tokens from the server's secret; remembers the
     sessions ended by logout (``revoke``) until they would have expired."""
 
-    def __init__(self, store: Store | None = None, secret: str | None = None):
+    def __init__(self, keys: KeyStore | None = None, secret: str | None = None):
         self._secret = (secret or server_secret()).encode("utf-8")
-        self._store = store
+        self._keys = keys  # where a logout is recorded for every process of the store
         self._revoked: dict[str, int] = {}  # nonce -> when it would have expired
         self._lock = threading.Lock()
 
@@ -104,9 +102,9 @@ class Signer:
             now = time.time()
             self._revoked = {n: t for n, t in self._revoked.items() if t > now}  # the expired need no entry
             self._revoked[session.nonce] = until
-        if self._store is not None:
+        if self._keys is not None:
             try:
-                self._store.claim_meta({REVOKED_PREFIX + session.nonce: str(until)})
+                self._keys.end_session(session.nonce, until)
             except StoreError:
                 pass  # a read-only file: this process's list still ends it here
 
@@ -114,10 +112,10 @@ class Signer:
         with self._lock:
             if nonce in self._revoked:
                 return True
-        if self._store is None:
+        if self._keys is None:
             return False
         try:
-            return self._store.get_meta(REVOKED_PREFIX + nonce) is not None
+            return self._keys.session_ended(nonce)
         except StoreError:
             return False
 

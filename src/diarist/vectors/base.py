@@ -12,6 +12,10 @@ class DenseIndex(ABC):
     but must key every cache on ``Store.app_version`` (its epoch is never reused), never on
     anything a database can hand out again."""
 
+    #: The exact scan over the same store that this index keeps beside it (the graph indexes answer
+    #: small apps with one), for a filtered search to reuse; None: the index keeps none.
+    exact: DenseIndex | None = None
+
     @abstractmethod
     def search(self, app: str, queries: np.ndarray, depth: int) -> list[tuple[int, float]]:
         """Top chunk ids by cosine, best first (ties by ascending id); with several query
@@ -26,6 +30,15 @@ class DenseIndex(ABC):
 
     def rebuild(self, app: str) -> int | None:
         """Rebuild any derived index of the app from the store (``diarist reindex``)."""
+        return None
+
+    def state(self, app: str) -> dict | None:
+        """What ``diarist doctor`` shows of the app's graph (whether one serves it, its size);
+        None: this index keeps no graph (the exact scan)."""
+        return None
+
+    def recall(self, app: str, samples: int = 20, depth: int = 50) -> float | None:
+        """Mean recall@depth of the graph against the exact scan; None: the exact scan serves."""
         return None
 
     def close(self) -> None:

@@ -130,7 +130,7 @@ class Writer:
             return np.stack([rows[t] for t in texts])
         if self.cache is not None:
             return self.cache.embed_int8(self.embedder, texts, progress)
-        if counts and getattr(self.embedder, "whitespace_splits", False) and all(t in counts for t in texts):
+        if counts and self.embedder.whitespace_splits and all(t in counts for t in texts):
             vectors = self.embedder.embed_passages(texts, progress, counts=[counts[t] for t in texts])
         else:
             vectors = self.embedder.embed_passages(texts, progress)
@@ -153,9 +153,8 @@ class Writer:
     def embed_lines(self, lines: list[str]) -> np.ndarray:
         """Vectors of lines as stored text (``embed_passages``); through the embedding cache when
         the memory has one (float32, the same bytes: the lab's runs embed a line once)."""
-        embed_float32 = getattr(self.cache, "embed_float32", None)
-        if embed_float32 is not None:
-            return embed_float32(self.embedder, lines)
+        if self.cache is not None:
+            return self.cache.embed_float32(self.embedder, lines)
         return self.embedder.embed_passages(lines)
 
     def stored_lines(self, app: str) -> StoredLines:

@@ -15,7 +15,6 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from ...health import check
 from ...memory import Memory
 
 HEALTH_MAX_APPS = 10  # the unauthenticated /health self-checks at most this many apps
@@ -28,7 +27,7 @@ def add_routes(api: FastAPI, memory: Memory, *, health_max_apps: int = HEALTH_MA
 
     def fresh_check() -> None:
         names = memory.apps()[-health_max_apps:] if health_max_apps else []
-        report = check(memory, apps=names, deep=False)  # no whole-matrix recall check (doctor has it)
+        report = memory.health(names, deep=False)  # no whole-matrix recall check (doctor has it)
         body = report.to_dict(app_names=False)
         body["apps_total"] = len(memory.apps())
         body["embedder"] = memory.embedder.model_id
