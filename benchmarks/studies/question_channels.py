@@ -2,7 +2,7 @@
 
 The rule (``diarist.read.fusion.lean_on_meaning``): a question whose lexical channel's best raw
 BM25 score is under ``below`` names no rare word; it is fused with the dense weight ``weight``
-instead of the shipped 0.75. This study fits (below, weight) by 5-fold cross-validation across
+instead of the shipped 0.75. This study fits the rule by 5-fold cross-validation across
 the everyday set's dev half, LoCoMo dev and LongMemEval dev. The everyday held-out half is never
 read here.
 
@@ -16,7 +16,12 @@ outcome under a rule (below, weight) is then its outcome at ``weight`` if its be
     python -m benchmarks.studies.question_channels record --set everyday --out DIR/everyday.jsonl.gz
     python -m benchmarks.studies.question_channels record --set locomo --out DIR/locomo.jsonl.gz
     python -m benchmarks.studies.question_channels record --set longmemeval --out DIR/longmemeval.jsonl.gz
-    python -m benchmarks.studies.question_channels fit DIR/*.jsonl.gz --out DIR/question_channels_cv.json
+    python -m benchmarks.studies.question_channels fit DIR/*.jsonl.gz --steps 1 --out DIR/question_channels_cv.json
+    python -m benchmarks.studies.question_channels fit DIR/*.jsonl.gz --steps 2 --out DIR/question_channels_cv_two_steps.json
+
+Rules: one step (below, weight), or two (``--steps 2``: under a lower below a higher weight).
+The context block is not replayed here: a rule is checked after, on LoCoMo's and LongMemEval's
+context runs (``diarist bench ... --context``; evidence in the block within one question).
 
 Objective (maximised): the everyday dev mean of facts in the block, facts first, changed facts
 passed (newer first, older marked) and notes first. Constraint: on the training rows, LoCoMo's and
@@ -208,19 +213,20 @@ def lost(point: dict[str, Any], base: dict[str, Any]) -> dict[str, int]:
     return {f"{s}_{m}": base[s][m] - point[s][m] for s in ("locomo", "longmemeval") for m in ("r1", "r5")}
 
 
-def grid() -> list[Rule]:
-    """No lean; one step (below, weight); two steps (a lower below with a higher weight)."""
+def grid(steps: int = 2) -> list[Rule]:
+    """No lean; one step (below, weight); with ``steps`` 2 also two steps (a lower below with a
+    higher weight)."""
     one = [((below, weight),) for below in BELOW if below > 0 for weight in WEIGHTS if weight > BASE]
     two = [((b1, w1), (b2, w2)) for (b1, w1), in one for (b2, w2), in one if b1 < b2 and w1 > w2]
-    return [SHIPPED, *one, *two]
+    return [SHIPPED, *one, *(two if steps >= 2 else [])]
 
 
-def choose(rows: Sequence[dict[str, Any]]) -> tuple[Rule, dict[str, Any]]:
+def choose(rows: Sequence[dict[str, Any]], steps: int = 2) -> tuple[Rule, dict[str, Any]]:
     """The rule of the best objective that loses at most ``SLACK`` question per lab cell; ties to
     the simpler rule (fewer steps), then the lower belows and weights."""
     base = scores(rows, SHIPPED)
     allowed = []
-    for rule in grid():
+    for rule in grid(steps):
         point = scores(rows, rule)
         if max(lost(point, base).values()) <= SLACK:
             allowed.append(((round(point["objective"], 6), -len(rule), [-x for step in rule for x in step]), rule, point))
@@ -235,12 +241,13 @@ def _summary(point: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
             "n": {s: point[s]["n"] for s in ("locomo", "longmemeval")}}
 
 
-def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    report: dict[str, Any] = {"weights": list(WEIGHTS), "below": list(BELOW), "slack": SLACK, "folds": []}
+def fit(rows: list[dict[str, Any]], steps: int = 2) -> dict[str, Any]:
+    report: dict[str, Any] = {"steps": steps, "weights": list(WEIGHTS), "below": list(BELOW), "slack": SLACK,
+                              "folds": []}
     for fold in range(FOLDS):
         train = [r for r in rows if fold_of(r) != fold]
         test = [r for r in rows if fold_of(r) == fold]
-        rule, point = choose(train)
+        rule, point = choose(train, steps)
         train_base, test_base = scores(train, SHIPPED), scores(test, SHIPPED)
         report["folds"].append({
             "fold": fold, "chosen": [list(step) for step in rule],
@@ -249,11 +256,11 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "out_of_sample": _summary(scores(test, rule), test_base),
             "out_of_sample_shipped": _summary(test_base, test_base),
         })
-    rule, point = choose(rows)
+    rule, point = choose(rows, steps)
     base = scores(rows, SHIPPED)
     report["chosen"] = [list(step) for step in rule]
     report["all"] = {"chosen": _summary(point, base), "shipped": _summary(base, base)}
-    report["grid"] = [{"rule": [list(step) for step in r], **_summary(scores(rows, r), base)} for r in grid()]
+    report["grid"] = [{"rule": [list(step) for step in r], **_summary(scores(rows, r), base)} for r in grid(steps)]
     return report
 
 
@@ -262,7 +269,7 @@ def _rule(rule: list[list[float]]) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = ["# Question channels: the lean on meaning by 5-fold CV", "",
+    lines = [f"# Question channels: the lean on meaning by 5-fold CV, rules of at most {report['steps']} step(s)", "",
              f"Chosen on all rows: {_rule(report['chosen'])} (best raw BM25 under B: dense weight W).", "",
              "| fold | chosen | objective in sample (shipped) | out of sample (shipped) | everyday first out of sample "
              "(shipped) | LoCoMo R@1 / R@5 lost out of sample | LongMemEval R@1 / R@5 lost out of sample |",
@@ -289,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rec.add_argument("--out", required=True, type=Path)
     fitp = sub.add_parser("fit")
     fitp.add_argument("rows", nargs="+", type=Path)
+    fitp.add_argument("--steps", type=int, default=2, choices=(1, 2), help="the most steps a rule may have")
     fitp.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     if args.command == "record":
@@ -297,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"wrote {len(rows)} rows to {args.out}")
         return
     rows = [row for path in args.rows for row in read_jsonl(path)]
-    report = fit(rows)
+    report = fit(rows, args.steps)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(markdown(report))
