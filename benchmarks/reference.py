@@ -36,7 +36,7 @@ def _pct(part: int, whole: int) -> str:
 # -- retrieval -----------------------------------------------------------------------------------
 
 RETRIEVAL_RUNS = [  # (run folder under results/DATASET, what it is)
-    ("default", "**what ships**: convex fusion (dense weight 0.75) + evidence second stage (time)"),
+    ("default", "**what ships**: convex fusion (dense weight 0.75; 0.95 where the best BM25 is under 3) + evidence second stage (time)"),
     ("fused-only", "the convex fusion alone, no second stage"),
     ("rrf", "the same channels fused by Reciprocal Rank Fusion (k = 60)"),
     ("vectors-only", "the dense channel alone (MiniLM)"),

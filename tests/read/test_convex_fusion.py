@@ -15,7 +15,9 @@ from diarist import settings
 from diarist.errors import ConfigError
 from diarist.ranking import Ranking, top
 from diarist.read import search
-from diarist.read.fusion import COSINE_FLOOR, convex, convex_ranking, normalise_dense, normalise_lexical
+from diarist.read import fusion
+from diarist.read.fusion import (COSINE_FLOOR, LEAN, NO_LEAN, Lean, convex, convex_ranking, lean_on_meaning,
+                                  normalise_dense, normalise_lexical)
 
 from conftest import add_all, first_per_memory, make_sessions
 
@@ -107,7 +109,8 @@ def test_memory_hits_carry_the_convex_score(memory):
     query_vec = memory.embedder.embed(["copper falcon harbor"])
     dense = memory.dense.search("a", query_vec, 200)
     lexical = memory.lexical.search("a", ["copper", "falcon", "harbor"], 200, 1.5, 0.75)
-    expected = first_per_memory(memory, "a", convex(dense, lexical, settings.FUSION_DENSE_WEIGHT, 200))[:10]
+    weight = lean_on_meaning(settings.FUSION_DENSE_WEIGHT, lexical)  # the question's own weight
+    expected = first_per_memory(memory, "a", convex(dense, lexical, weight, 200))[:10]
     assert [h.chunk_id for h in hits] == [i for i, _, _ in expected]  # each memory at its best chunk
     assert [h.score for h in hits] == pytest.approx([s for _, s, _ in expected])
     assert all(h.stage == "fused" for h in hits)
@@ -203,3 +206,62 @@ def test_a_hit_reads_each_channel_score_at_its_rank():
     assert search._score_at(ranking, 2, 6) == 0.5
     assert search._score_at(ranking, None, 6) is None and search._score_at(ranking, 3, 6) is None
     assert search._score_at([(6, 0.5), (4, 0.8)], 2, 6) == 0.5  # a rank not of this id: looked up
+
+
+# -- a question naming no rare word leans on meaning (issue 41) -----------------------------------
+
+
+def test_a_question_whose_best_bm25_is_low_leans_on_meaning():
+    lean = Lean(((3.0, 0.95), (5.0, 0.85)))
+    assert lean_on_meaning(0.75, [(1, 2.9), (2, 1.0)], lean) == 0.95
+    assert lean_on_meaning(0.75, [(1, 3.0), (2, 1.0)], lean) == 0.85  # the second step
+    assert lean_on_meaning(0.75, [(1, 4.99)], lean) == 0.85
+    assert lean_on_meaning(0.75, [(1, 5.0), (2, 1.0)], lean) == 0.75  # a rare word: the shipped weight
+    assert lean_on_meaning(0.75, [(1, 1.0), (2, 7.5)], lean) == 0.75  # the best score, wherever listed
+    assert lean_on_meaning(0.75, [], lean) == 0.75  # no lexical candidate: nothing to lean from
+    assert lean_on_meaning(0.75, Ranking(np.array([4, 5]), np.array([2.0, 1.0], dtype=np.float32)), lean) == 0.95
+
+
+def test_a_weight_chosen_for_one_channel_or_above_the_lean_is_kept():
+    lean = Lean(((3.0, 0.95),))
+    for weight in (0.0, 0.97, 1.0):
+        assert lean_on_meaning(weight, [(1, 0.5)], lean) == weight
+    assert lean_on_meaning(0.75, [(1, 0.5)], NO_LEAN) == 0.75
+
+
+def test_the_shipped_lean_is_read_at_call_time(monkeypatch):
+    monkeypatch.setattr(fusion, "LEAN", Lean(((100.0, 0.9),)))
+    assert lean_on_meaning(0.75, [(1, 50.0)]) == 0.9
+    monkeypatch.setattr(fusion, "LEAN", NO_LEAN)
+    assert lean_on_meaning(0.75, [(1, 0.1)]) == 0.75
+    belows = [below for below, _ in LEAN.steps]
+    assert belows == sorted(belows) and all(settings.FUSION_DENSE_WEIGHT < w <= 1.0 for _, w in LEAN.steps)
+
+
+def test_a_fact_sharing_no_word_outranks_a_chat_sharing_one_common_word():
+    """Issue 41's diagnosis: the chat (cosine 0.028, the only lexical match, on "now") fused above
+    the fact (cosine 0.419, no shared word) at the shipped weight; leaning on meaning, the fact is first."""
+    dense = [(1, 0.419), (2, 0.028)]  # 1: "The user moved to Porto", 2: the pandas chat
+    lexical = [(2, 1.7)]  # one common word: a low best BM25
+    shipped = convex(dense, lexical, settings.FUSION_DENSE_WEIGHT, depth=200)
+    assert [i for i, _, _ in shipped] == [2, 1]
+    leaned = convex(dense, lexical, lean_on_meaning(settings.FUSION_DENSE_WEIGHT, lexical, LEAN), depth=200)
+    assert [i for i, _, _ in leaned] == [1, 2]
+
+
+def test_memory_search_leans_only_where_the_best_bm25_is_low(memory, monkeypatch):
+    memory.reranker = None
+    add_all(memory, make_sessions(30, seed=3), app="a")
+    asked = []
+    original = search.lean_on_meaning
+
+    def spy(weight, lexical, lean=None):
+        asked.append((weight, fusion.best_score(lexical), original(weight, lexical, lean)))
+        return asked[-1][2]
+
+    monkeypatch.setattr(search, "lean_on_meaning", spy)
+    memory.search("copper falcon harbor", app="a", k=5)
+    (weight, best, used), = asked
+    assert weight == settings.FUSION_DENSE_WEIGHT
+    assert used == LEAN.weight(best, weight)
+    assert used == next((w for below, w in LEAN.steps if best < below), weight)

@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -180,6 +180,21 @@ def build_memory(sessions: list[SessionInput], facts: list[FactInput], embedder:
         memory.close()
         raise
     return memory
+
+
+def haystack_memories(data: Path, questions: list[EverydayQuestion], embedder: Any,
+                      cache: Any) -> Iterator[tuple[Memory, list[EverydayQuestion]]]:
+    """Each haystack the questions ask, as a memory built as ``run_everyday`` builds it, with its
+    questions in file order; each memory is closed when the next is asked for (studies replay the
+    set through this)."""
+    with tempfile.TemporaryDirectory(prefix="diarist-everyday-") as scratch:
+        for name in dict.fromkeys(q.haystack for q in questions):
+            sessions, facts = haystack_sessions(data, name, Path(scratch) / name)
+            memory = build_memory(sessions, facts, embedder, cache)
+            try:
+                yield memory, [q for q in questions if q.haystack == name]
+            finally:
+                memory.close()
 
 
 def _sha256(path: Path) -> str:

@@ -13,11 +13,20 @@ given that list's last score (the most it could have); missing from a list that 
 scored nothing there (no vector, or no query term): the channel's floor.
 
 RRF (Cormack, Clarke & Buettcher, SIGIR 2009): sum over channels of 1 / (k + rank), k = 60.
+
+A question that names no rare word leans on meaning (``lean_on_meaning``): its dense weight is
+raised when the lexical channel's best raw BM25 score is low. Why: a stated fact that shares no
+word with "Where do I live now?" fuses to at most the dense weight (0.75), while a long chat
+holding one common question word ("now") is lexical #1 and fuses above it at cosine 0.03. A
+low best BM25 says the words the question shares with the memory are common ones, so the
+lexical order carries little evidence; a question naming a rare word (a name, "LGBTQ") has a
+high best BM25 and keeps the shipped weight, which LoCoMo's R@1 needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +37,49 @@ COSINE_FLOOR = -1.0  # the least a cosine can be: the dense channel's theoretica
 FUSIONS = ("convex", "rrf")
 
 Fused = Sequence[tuple[int, float, dict[str, int | None]]]  # a list, or a FusedRanking built as read
+
+
+@dataclass(frozen=True)
+class Lean:
+    """How far a question leans on meaning, read from its best raw BM25 score: ``steps`` are
+    (below, dense weight) pairs, the lowest ``below`` first; the first step whose ``below`` the
+    score is under gives the weight (never lower than the weight given). No step: no lean."""
+
+    steps: tuple[tuple[float, float], ...] = ()
+
+    def weight(self, best_bm25: float, dense_weight: float) -> float:
+        for below, weight in self.steps:
+            if best_bm25 < below:
+                return max(dense_weight, weight)
+        return dense_weight
+
+
+#: Fitted by 5-fold cross-validation across the everyday dev half, LoCoMo dev and LongMemEval dev,
+#: the everyday held-out half never read (benchmarks/studies/question_channels.py,
+#: benchmarks/results/everyday-channels/, BENCHMARKS.md "Fusion"). A second step (under 4.5: 0.85)
+#: fitted better on the rankings but lost 4 LoCoMo blocks their evidence for 2 gained: not shipped.
+LEAN = Lean(((3.0, 0.95),))
+#: The rule off: every question fused with the one weight given, as before.
+NO_LEAN = Lean()
+
+
+def best_score(scored: Sequence[tuple[int, float]]) -> float:
+    """The best raw score of a channel's (id, score) list (0 for an empty one)."""
+    if isinstance(scored, Ranking):
+        return float(scored.scores.max()) if len(scored.ids) else 0.0
+    return max((float(s) for _, s in scored), default=0.0)
+
+
+def lean_on_meaning(dense_weight: float, lexical: Sequence[tuple[int, float]], lean: Lean | None = None) -> float:
+    """The dense weight for one question: raised by ``lean`` when the lexical channel's best raw
+    BM25 score is low (the question shares only common words with the memory), else
+    ``dense_weight``. ``lean`` None: the module's ``LEAN`` (read at call time, so a study can set
+    it). A weight of 0 or 1 (one channel by choice) is kept as given, as is a question with no
+    lexical candidate."""
+    lean = LEAN if lean is None else lean
+    if not 0.0 < dense_weight < 1.0 or not lexical:
+        return dense_weight
+    return lean.weight(best_score(lexical), dense_weight)
 
 
 def _order(scores: dict[int, float], ranks: dict[int, dict[str, int | None]]) -> Fused:

@@ -33,7 +33,7 @@ from ..vectors import DenseIndex, ExactDenseIndex
 from .budget import budget_stage, cut_stage, trim_stage
 from .explain import explain_hit
 from .floor import HELD_WHOLE_DEPTH, Floor, holds_every_term, verdict
-from .fusion import FUSIONS, Fused, convex_ranking, rrf
+from .fusion import FUSIONS, Fused, convex_ranking, lean_on_meaning, rrf
 from .group import group_by_item
 from .question import Question
 from .trace import STAGE_NAMES, Dropped, StageRecord, Trace
@@ -437,7 +437,8 @@ def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float
     """The first ``pool`` of the fused ranking (None: all of it; convex: each entry built when read)."""
     if settings.fusion == "rrf":
         return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    return convex_ranking(dense, lexical_ranking, settings.dense_weight, depth, limit=pool, lexical_scale=lexical_scale)
+    weight = lean_on_meaning(settings.dense_weight, lexical_ranking)  # a question naming no rare word leans on meaning
+    return convex_ranking(dense, lexical_ranking, weight, depth, limit=pool, lexical_scale=lexical_scale)
 
 
 def _lexical_scale(search: Search) -> list[float] | None:
