@@ -28,8 +28,8 @@ question's vector is looked up; no relevance floor):
   channel still runs), no second stage.
 
 ``--profile DIR`` adds, after the timed passes, a pass per tree under cProfile (k=32 and k=200)
-and, for a tree with named read stages, a pass with a timer around each stage and channel;
-written to DIR and summarised in the output.
+and a pass with a timer around each stage and channel of every tree with named read stages (all
+such trees in the one pass, the order rotating); written to DIR and summarised in the output.
 
 A second reference, the ``python probe`` (a fixed Python and SQLite workload with the read
 path's shape, none of it ours), is timed in the same rotation.
@@ -365,50 +365,60 @@ def cprofile(fn: Callable[[str], Any], texts: list[str], out: Path) -> list[dict
     return top
 
 
-def stage_profile(package: str, memory: Any, texts: list[str], k: int, rerank: bool = True) -> dict[str, float] | None:
-    """Median ms per question in each named read stage, in each channel and outside the stages
-    (validation, the question's parse, the results): the trees with named stages only."""
-    try:
-        search_module = importlib.import_module(f"{package}.read.search")
-    except ImportError:
-        return None
-    registry = getattr(search_module, "STAGES", None)
-    if registry is None:
-        return None
-    spent: dict[str, float] = defaultdict(float)
+def stage_profiles(packages: dict[str, str], memories: dict[str, Any], texts: list[str], k: int,
+                   rerank: bool = True) -> dict[str, dict[str, float]]:
+    """Per tree with named read stages: the median ms a question in each stage, in each channel
+    and outside the stages (validation, the question's parse, the results). Every tree is timed
+    in the same pass, the order rotating from question to question as in the timed passes, so
+    that the machine's load falls on all alike."""
+    spent: dict[str, dict[str, float]] = {}
+    undo: list[Callable[[], None]] = []
 
-    def timer(name: str, fn: Callable) -> Callable:
+    def timer(label: str, name: str, fn: Callable) -> Callable:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent[name] += (time.perf_counter() - start) * 1000
+                spent[label][name] = spent[label].get(name, 0.0) + (time.perf_counter() - start) * 1000
         return wrapped
 
-    originals = {name: registry[name] for name in registry.names()}
-    dense, lexical, embedder = memory.dense, memory.lexical, memory.embedder
+    for label, package in packages.items():
+        try:
+            registry = getattr(importlib.import_module(f"{package}.read.search"), "STAGES", None)
+        except ImportError:
+            registry = None
+        if registry is None:
+            continue
+        spent[label] = {}
+        originals = {name: registry[name] for name in registry.names()}
+        for name, stage in originals.items():
+            registry.register(name, timer(label, f"stage {name}", stage), replace=True)
+        undo.append(lambda registry=registry, originals=originals: [
+            registry.register(name, stage, replace=True) for name, stage in originals.items()])
+        memory = memories[label]
+        for obj, attr, name in ((memory.dense, "search", "  dense channel (in channels)"),
+                                (memory.lexical, "search", "  lexical channel (its thread, or inside fusion)"),
+                                (memory.embedder, "embed_query", "  query vector lookup (in channels)")):
+            setattr(obj, attr, timer(label, name, getattr(obj, attr)))
+            undo.append(lambda obj=obj, attr=attr: obj.__dict__.pop(attr, None))
+    labels = list(spent)
+    rows: dict[str, dict[str, list[float]]] = {label: defaultdict(list) for label in labels}
     try:
-        for name, stage in originals.items():
-            registry.register(name, timer(f"stage {name}", stage), replace=True)
-        dense.search = timer("  dense channel (in channels)", dense.search)
-        lexical.search = timer("  lexical channel (its thread)", lexical.search)
-        embedder.embed_query = timer("  query vector lookup (in channels)", embedder.embed_query)
-        rows: dict[str, list[float]] = defaultdict(list)
-        for text in texts:
-            spent.clear()
-            start = time.perf_counter()
-            memory.search(text, app=APP, k=k, rerank=rerank)
-            total = (time.perf_counter() - start) * 1000
-            staged = sum(v for name, v in spent.items() if name.startswith("stage "))
-            for name, v in list(spent.items()) + [("outside the stages", total - staged), ("total", total)]:
-                rows[name].append(v)
-        return {name: statistics.median(v) for name, v in sorted(rows.items())}
+        for i, text in enumerate(texts):
+            turn = i % max(len(labels), 1)
+            for label in labels[turn:] + labels[:turn]:
+                spent[label].clear()
+                start = time.perf_counter()
+                memories[label].search(text, app=APP, k=k, rerank=rerank)
+                total = (time.perf_counter() - start) * 1000
+                staged = sum(v for name, v in spent[label].items() if name.startswith("stage "))
+                for name, v in list(spent[label].items()) + [("outside the stages", total - staged), ("total", total)]:
+                    rows[label][name].append(v)
     finally:
-        for name, stage in originals.items():
-            registry.register(name, stage, replace=True)
-        for obj, attr in ((dense, "search"), (lexical, "search"), (embedder, "embed_query")):
-            obj.__dict__.pop(attr, None)
+        for restore in undo:
+            restore()
+    return {label: {name: statistics.median(v) for name, v in sorted(rows[label].items())} for label in labels}
 
 
 # --- the run -------------------------------------------------------------------------------------------------
@@ -477,13 +487,13 @@ def measure(args: argparse.Namespace, trees: dict[str, str | None]) -> dict:
         folder = Path(args.profile)
         folder.mkdir(parents=True, exist_ok=True)
         result["stages_ms"], result["cprofile_top"] = {}, {}
-        for label in trees:
-            for k in (32, 200):
+        for k in (32, 200):
+            for label in trees:
                 fn = calls[(label, f"hybrid k={k}")]
                 result["cprofile_top"][f"{label} k={k}"] = cprofile(fn, texts, folder / f"cprofile_{label}_k{k}.txt")
-                stages = stage_profile(packages[label], memories[label], texts, k)
-                if stages is not None:
-                    result["stages_ms"][f"{label} k={k}"] = stages
+            for label, stages in stage_profiles(packages, memories, texts, k).items():
+                result["stages_ms"][f"{label} k={k}"] = stages
+        result["stages_load_avg_end"] = os.getloadavg()
     for memory in memories.values():
         memory.close()
     return result

@@ -1,6 +1,7 @@
-"""The lexical channel runs in a worker thread while the dense channel runs: the same answers as
-one channel after the other, its failures reported as before, a few shared threads whatever the
-number of memories."""
+"""The lexical channel ranks in the caller's thread when fusion first reads it
+(``LexicalChannel.defer``); a channel without ``defer`` ranks in a worker thread
+(``LexicalChannel.submit``, the order before). Both give the same answers, failures are reported
+as before, a few shared threads whatever the number of memories."""
 
 from __future__ import annotations
 
@@ -26,33 +27,37 @@ def mem(db_path):
     memory.close()
 
 
-class InlineLexical:
-    """The lexical channel called in the caller's thread: the order before the worker thread."""
+class ThreadedLexical:
+    """The lexical channel with ``submit`` only: the read path hands it to a worker thread."""
 
     def __init__(self, channel: LexicalChannel):
         self.channel = channel
+        self.submitted = 0
 
     def submit(self, *args, **kwargs):
-        from concurrent.futures import Future
-
-        done: Future = Future()
-        try:
-            done.set_result(self.channel.search(*args, **kwargs))
-        except Exception as exc:  # noqa: BLE001 - handed back like the pool does
-            done.set_exception(exc)
-        return done
+        self.submitted += 1
+        return self.channel.submit(*args, **kwargs)
 
 
 def _keys(results):
     return [(h.chunk_id, h.score, h.ranks, h.scores) for h in results]
 
 
-def test_same_hits_as_one_channel_after_the_other(mem):
-    inline = Channels(mem.store, mem.dense, InlineLexical(mem.lexical), mem.embedder)
+def test_same_hits_in_the_callers_thread_as_in_a_worker(mem):
+    threaded = ThreadedLexical(mem.lexical)
+    worker = Channels(mem.store, mem.dense, threaded, mem.embedder)
     for query in QUERIES:
-        threaded = run_search(mem._channels(app="a"), "a", query, 10, mem.settings)
-        sequential = run_search(inline, "a", query, 10, mem.settings)
-        assert threaded and _keys(threaded) == _keys(sequential)
+        deferred = run_search(mem._channels(app="a"), "a", query, 10, mem.settings)
+        assert deferred and _keys(deferred) == _keys(run_search(worker, "a", query, 10, mem.settings))
+    assert threaded.submitted == len(QUERIES)
+
+
+def test_the_lexical_half_runs_in_the_callers_thread(mem, monkeypatch):
+    ran_in = []
+    real = mem.lexical.search
+    monkeypatch.setattr(mem.lexical, "search", lambda *a, **k: ran_in.append(threading.get_ident()) or real(*a, **k))
+    mem.search("copper falcon", app="a", k=5)
+    assert ran_in == [threading.get_ident()]
 
 
 def test_many_threads_at_once_agree_with_one(mem):
@@ -108,6 +113,13 @@ def test_the_floor_answers_nothing_without_waiting_on_bm25(mem, monkeypatch):
     release.set()  # the abandoned half (if it started) ends; its exception is dropped, not raised
 
 
+def test_a_floor_that_answers_nothing_never_ranks_bm25(mem, monkeypatch):
+    calls = []
+    monkeypatch.setattr(mem.lexical, "search", lambda *a, **k: calls.append(a) or [])
+    results = mem.derive(floor=1.0).search("copper falcon", app="a", k=5)
+    assert list(results) == [] and calls == []
+
+
 def test_many_memories_share_a_few_worker_threads(tmp_path):
     """Memories that are never closed must not each keep threads: the workers are one pool per
     process, as many as cores, whatever the number of memories."""
@@ -118,7 +130,7 @@ def test_many_memories_share_a_few_worker_threads(tmp_path):
     for n in range(12):
         memory = Memory(tmp_path / f"m{n}.sqlite", embedder="hash")
         add_all(memory, make_sessions(3, seed=n), app="a")
-        memory.search("garden river", app="a")
+        memory.lexical.submit("a", ["garden", "river"], 10).result()  # the worker path
         memories.append(memory)
     workers = {t for t in threading.enumerate() if t.name.startswith("diarist-bm25")}
     assert len(workers) <= (os.cpu_count() or 1) and len(workers) >= len(before)
@@ -132,8 +144,10 @@ def test_without_worker_threads_the_lexical_half_runs_inline(mem, monkeypatch):
 
     from diarist.lexical import bm25
 
-    want = _keys(mem.search("copper falcon", app="a", k=5))
+    want = _keys(run_search(mem._channels(app="a"), "a", "copper falcon", 5, mem.settings))
     closed = ThreadPoolExecutor(max_workers=1)
     closed.shutdown()
     monkeypatch.setattr(bm25, "_workers", lambda: closed)
-    assert _keys(mem.search("copper falcon", app="a", k=5)) == want
+    threaded = ThreadedLexical(mem.lexical)
+    worker = Channels(mem.store, mem.dense, threaded, mem.embedder)
+    assert _keys(run_search(worker, "a", "copper falcon", 5, mem.settings)) == want and threaded.submitted == 1

@@ -86,3 +86,19 @@ def test_rows_fetched_in_steps_give_the_whole_pools_hits(tmp_path, monkeypatch):
     assert [[h.chunk_id for h in hits] for hits in lazy] == [[h.chunk_id for h in hits] for hits in whole]
     assert all(len({(h.session_id, h.text) for h in hits}) == len(hits) for hits in lazy)
     mem.close()
+
+
+def test_a_hit_is_built_field_by_field_as_the_keywords_say():
+    """``_hit`` builds hits positionally (one a row read): the same hit as by keyword, so a
+    field added to or moved in ``Hit`` cannot shift the others unseen."""
+    from diarist.store.base import ChunkRow
+    from diarist.types import Hit
+
+    row = ChunkRow(7, "text", "s1", None, "2024-01-02", ("user",), "all", 3, 4, 5, {"title": "t"})
+    dense, lexical = [(9, 0.9), (7, 0.8)], [(7, 12.5)]
+    got = search._hit(row, 0.75, {"dense": 2, "lexical": 1}, dense, lexical, "fused", "app")
+    want = Hit(chunk_id=7, text="text", score=0.75, session_id="s1", fact_id=None, date="2024-01-02", roles=("user",),
+               view="all", ranks={"dense": 2, "lexical": 1}, scores={"dense": 0.8, "lexical": 12.5}, stage="fused",
+               app="app", first_turn=4, last_turn=5, metadata={"title": "t"})
+    assert got == want and vars(got) == vars(want)
+    assert got.metadata is not row.metadata  # the hit's own copy

@@ -13,6 +13,7 @@ search's state (``Search``) and records what it decided in the trace (``diarist.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from .. import settings
 from ..embed.base import Embedder
 from ..errors import ConfigError
 from ..lexical import LexicalChannel, detect
+from ..lexical.bm25 import Deferred
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
@@ -147,9 +149,13 @@ def run_search(
     if k <= 0:
         return Results()
     search = Search(channels, app, Question(query, previous, now), k, settings, reranker, Trace(explain))
+    trace = search.trace
     for stage in stages(settings, reranker, after):
-        with search.trace.timed():
-            stage(search)
+        # Timed without a context manager (``Trace.timed``): a stage that raises ends the
+        # search, its records with it.
+        first, start = len(trace.records), time.perf_counter()
+        stage(search)
+        trace.stamp(first, start)
         if search.done:
             break
     return search.results()
@@ -194,7 +200,7 @@ class Search:
     reranker: SecondStage | None
     trace: Trace
     dense: list[tuple[int, float]] = field(default_factory=list)
-    lexical_job: Future | None = None
+    lexical_job: Future | Deferred | None = None
     lexical_ranking: list[tuple[int, float]] | None = None
     chosen: Fused = field(default_factory=list)
     order: str = "fused"  # which channel(s) ordered the candidates: "fused" or "dense"
@@ -245,14 +251,18 @@ Stage = Callable[[Search], None]
 
 
 def read_channels(search: Search) -> None:
-    """Both channels rank the question: the lexical one starts first, in its worker thread, and
-    runs while the dense one does."""
+    """Both channels rank the question, in the caller's thread: the dense one now, the lexical
+    one when fusion (or the floor) first reads it (``LexicalChannel.defer``). A worker thread for
+    the lexical half cost more than it saved on a busy machine: it waited for the GIL behind
+    the dense channel's Python (benchmarks/results/speed46)."""
     channels, question, settings = search.channels, search.question, search.settings
     query_vectors = channels.embedder.embed_query(question.texts)
     search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
     if settings.lexical:
-        search.lexical_job = channels.lexical.submit(search.app, question.terms, search.depth, settings.k1,
-                                                     settings.b, allowed=channels.allowed)
+        lexical = channels.lexical
+        start = getattr(lexical, "defer", None) or lexical.submit  # a channel without ``defer``: its thread
+        search.lexical_job = start(search.app, question.terms, search.depth, settings.k1, settings.b,
+                                   allowed=channels.allowed)
     try:
         if channels.allowed is None:
             search.dense = channels.dense.search(search.app, query_vectors, search.depth)
@@ -264,7 +274,7 @@ def read_channels(search: Search) -> None:
         _abandon(search.lexical_job)
         raise
     search.best_cosine = search.dense[0][1] if search.dense else None
-    lexical_note = "the lexical channel ranks in its thread" if settings.lexical else "the lexical channel is off"
+    lexical_note = "the lexical channel ranks at fusion" if settings.lexical else "the lexical channel is off"
     search.trace.record("channels", len(search.dense), 0, f"{len(search.dense)} ranked by vectors; {lexical_note}")
 
 
@@ -425,7 +435,7 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
     return hits, taken, taken - fetched
 
 
-def _abandon(job: Future | None) -> None:
+def _abandon(job: Future | Deferred | None) -> None:
     """The lexical half is no longer needed: cancel it if it has not started; if it has, let it
     finish unobserved (its exception, if any, is dropped: the search answered without it)."""
     if job is not None and not job.cancel():
@@ -464,24 +474,12 @@ def _hit(
     app: str,
 ) -> Hit:
     cid = row.chunk_id
-    return Hit(
-        chunk_id=cid,
-        text=row.text,
-        score=score,
-        session_id=row.session_id,
-        fact_id=row.fact_id,
-        date=row.date,
-        roles=row.roles,
-        view=row.view,
-        ranks=ranks,
-        scores={"dense": _score_at(dense, ranks.get("dense"), cid),
+    # Positional, in Hit's field order (tests/read/test_search_fetch.py holds it to the keyword
+    # form): a search builds one a row read, up to ~300, and keywords cost ~0.5 us more each.
+    return Hit(cid, row.text, score, row.session_id, row.fact_id, row.date, row.roles, row.view, ranks,
+               {"dense": _score_at(dense, ranks.get("dense"), cid),
                 "lexical": _score_at(lexical_ranking, ranks.get("lexical"), cid)},
-        stage=stage,
-        app=app,
-        first_turn=row.first_turn,
-        last_turn=row.last_turn,
-        metadata=dict(row.metadata),
-    )
+               stage, app, row.first_turn, row.last_turn, dict(row.metadata))
 
 
 def _score_at(ranking: list[tuple[int, float]], rank: int | None, cid: int) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: The read path's stages, in the order they run: the one list of their names, used by the
@@ -70,8 +70,18 @@ class Trace:
         try:
             yield
         finally:
-            ms = round((time.perf_counter() - start) * 1000, 3)
-            self.records[first:] = [replace(r, ms=ms) if r.ms is None else r for r in self.records[first:]]
+            self.stamp(first, start)
+
+    def stamp(self, first: int, start: float) -> None:
+        """The records from ``first`` on, not yet timed, get the time since ``start``
+        (``time.perf_counter()``): what ``timed`` does, without a context manager a stage
+        (the read path runs six a question)."""
+        ms = round((time.perf_counter() - start) * 1000, 3)
+        records = self.records
+        for place in range(first, len(records)):
+            r = records[place]
+            if r.ms is None:
+                records[place] = StageRecord(r.stage, r.kept, r.dropped, r.note, ms)
 
     def drop(self, id: str, stage: str, reason: str, score: float | None = None) -> None:
         """Note one candidate left out (kept only when explaining: the list costs nothing otherwise)."""

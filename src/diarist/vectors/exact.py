@@ -109,8 +109,11 @@ class ExactDenseIndex(DenseIndex):
         with self._lock:
             self._cache.pop(app, None)
 
-    def _matrix(self, app: str) -> _Matrix | None:
-        version = self.store.app_version(app)
+    def _matrix(self, app: str, version: AppVersion | None = None) -> _Matrix | None:
+        """The app's matrix as of ``version`` (None: read it; a caller that just read it, the
+        graph index, hands it on: one statement a question fewer)."""
+        if version is None:
+            version = self.store.app_version(app)
         if version is None:
             self.forget(app)
             return None
@@ -151,9 +154,11 @@ class ExactDenseIndex(DenseIndex):
             self._cache[app] = fresh
         return fresh
 
-    def search(self, app: str, queries: np.ndarray, depth: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """``allowed`` (ascending chunk ids): only those may rank, filtered before the top is cut."""
-        cache = self._matrix(app)
+    def search(self, app: str, queries: np.ndarray, depth: int, allowed: np.ndarray | None = None,
+               version: AppVersion | None = None) -> list[tuple[int, float]]:
+        """``allowed`` (ascending chunk ids): only those may rank, filtered before the top is cut.
+        ``version``: the app's version as the caller just read it (None: read here)."""
+        cache = self._matrix(app, version)
         if cache is None or not len(cache.ids):
             return []
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))

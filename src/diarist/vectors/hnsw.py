@@ -509,7 +509,7 @@ class HnswDenseIndex(DenseIndex):
             self.forget(app)
             return []
         if self._exact_serves(app, version):
-            return self.exact.search(app, queries, depth)
+            return self.exact.search(app, queries, depth, version=version)
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         # Under the lock: the catch-up and the graph walk (usearch does not promise a search
         # beside a removal); the exact re-rank reads the snapshot taken here, outside it.

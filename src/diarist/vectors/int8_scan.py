@@ -24,7 +24,6 @@ Where onnxruntime cannot run them, numpy computes the same integers by blocks of
 from __future__ import annotations
 
 import logging
-import os
 import threading
 
 import numpy as np
@@ -34,8 +33,10 @@ from ..embed import onnx_minilm as _telemetry_off_first  # noqa: F401
 
 log = logging.getLogger("diarist")
 
-#: Threads for one product (measured in the hybrid search at 100k, BENCHMARKS.md).
-THREADS = min(2, os.cpu_count() or 1)
+#: Threads for one product: one. A second thread halves the product on an idle machine, but a
+#: search pays for waking it (and waits for it behind other work on a busy one): on 2 shared
+#: cores one thread ranked faster at 100k (benchmarks/results/speed46).
+THREADS = 1
 #: Queries are quantised to integers in [-QUERY_LIMIT, QUERY_LIMIT] (see above).
 QUERY_LIMIT = 64
 #: MatMulInteger's fast kernels take the left operand unsigned, with a zero point: packed, the

@@ -3,6 +3,8 @@ and ``executemany``. What both backends do alike is in ``store/sql/postings.py``
 
 from __future__ import annotations
 
+import itertools
+import operator
 import sqlite3
 from collections.abc import Collection, Mapping
 
@@ -76,18 +78,26 @@ class Blocks(sql_postings.Blocks):
 
 
 def read_blocks_for_terms(cur: sqlite3.Cursor, app_id: int, terms: Collection[str]) -> dict[int, list[tuple[int, bytes]]]:
-    ids = term_ids(cur, set(terms), create=False)
-    if not ids:
-        return {}
-    # One primary-key range per term, its rows taken whole (block order): no Python work per
-    # row (1M chunks, 5 common terms, ~4,500 rows: 5.5 -> 4.7 ms).
+    """Every term's posting rows, (block, data) in block order, by term id: one statement for
+    the terms' ids and their rows together (a question's ~7 terms were 1 + 7 statements, ~15 us
+    each; each term's rows are still one primary-key range)."""
+    ordered = sorted(set(terms))
     out: dict[int, list[tuple[int, bytes]]] = {}
-    for term_id in ids.values():
+    for start in range(0, len(ordered), 500):
+        part = ordered[start : start + 500]
+        # CROSS JOIN: the terms the outer loop, each term's rows one range of the primary key
+        # (a plain JOIN let SQLite scan every posting of the app). No ORDER BY (a sorter copies
+        # every blob): the rows come a term at a time in block order; checked below all the same.
         rows = cur.execute(
-            "SELECT block, data FROM lex_postings WHERE app_id = ? AND term_id = ?", (app_id, term_id)
+            "SELECT p.term_id, p.block, p.data FROM lex_terms t CROSS JOIN lex_postings p "
+            f"ON p.app_id = ? AND p.term_id = t.id WHERE t.term IN ({','.join('?' * len(part))})",
+            (app_id, *part),
         ).fetchall()
-        if rows:
-            out[term_id] = rows
+        for term_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
+            out.setdefault(term_id, []).extend((block, data) for _, block, data in group)
+    for term_id, blocks in out.items():
+        if any(a[0] >= b[0] for a, b in zip(blocks, blocks[1:])):
+            out[term_id] = sorted(blocks)
     return out
 
 
