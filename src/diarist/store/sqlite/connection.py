@@ -93,14 +93,6 @@ WAL_BYTES = 2 * 1024 * 1024
 #: plus its terms' postings, more than the default holds, so every search read them again from
 #: the OS. 32 MiB holds a 10k-chunk app's rows (18 MiB); filled only as pages are read.
 CACHE_KIB = 32 * 1024
-#: Reads through a memory map of the file, up to this many bytes (SQLite caps it at its build's
-#: SQLITE_MAX_MMAP_SIZE, ~2 GiB by default): a page read is a memory access, not a read() call
-#: and a copy. A search reads its hits' rows from random pages: at 100k chunks 50 rows took
-#: 0.52 -> 0.18 ms, 280 rows 1.85 -> 0.77 ms (benchmarks/results/speed46). Reads only: SQLite
-#: writes with write() as before (no SQLITE_MMAP_READWRITE), so secure_delete and checkpoints
-#: are unchanged. The trade-off SQLite documents: a disk's read error inside the map is a
-#: signal (SIGBUS), not an error SQLite can return.
-MMAP_BYTES = 1 << 31
 
 
 _SCHEMA_OBJECTS = "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
@@ -233,7 +225,6 @@ class Connection:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         # Forgetting is real: freed pages are overwritten with zeros, whatever this SQLite build's
         # compile-time default is (see checkpoint() for the copy in the write-ahead log).
         conn.execute("PRAGMA secure_delete = ON")
