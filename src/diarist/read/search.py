@@ -25,6 +25,7 @@ from .. import settings
 from ..embed.base import Embedder
 from ..errors import ConfigError
 from ..lexical import LexicalChannel, detect
+from ..lexical.weights import by_language
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
@@ -324,7 +325,8 @@ def fuse(search: Search) -> None:
         search.order = "dense"
         search.trace.record("fusion", len(search.chosen), len(dense) - len(search.chosen), "dense ranking only")
         return
-    search.chosen = _fuse(dense, search.lexical_ranking, search.settings, search.depth, limit,
+    weighted = by_language(search.settings, search.channels.embedder.model_id, search.question.text)
+    search.chosen = _fuse(dense, search.lexical_ranking, weighted, search.depth, limit,
                           _lexical_scale(search) if search.settings.fusion == "convex" else None)
     search.order = "fused"
     search.trace.record("fusion", len(search.chosen), 0,
