@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from diarist.bench.xquad import DATA, PIVOT, RANK_DEPTH, load_language, paragraph_memory
+from diarist.bench.xquad import (DATA, PIVOT, RANK_DEPTH, embed_questions_once, hits_at_one, leave_one_language_out, load_language,
+                                 paragraph_memory)
 from diarist.bench.configs import get_config
 from diarist.bench.runner import APP, DEFAULT_CACHE, Runner
 
@@ -28,31 +28,9 @@ GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 LANGUAGES = ("de", "es", "ru", "zh", "ar", "hi")
 
 
-def hits_at_one(memory, questions: list[tuple[str, str, str]], grid: tuple[float, ...]) -> np.ndarray:
-    """[question, grid value] -> 1 when the question's paragraph comes first."""
-    base = memory.settings
-    out = np.zeros((len(questions), len(grid)), dtype=np.int8)
-    for g, agreement in enumerate(grid):
-        memory.settings = replace(base, lexical_agreement=agreement)
-        for q, (_, question, gold) in enumerate(questions):
-            hits = memory.search(question, app=APP, k=RANK_DEPTH)
-            out[q, g] = bool(hits) and hits[0].id == gold
-    memory.settings = base
-    return out
-
-
 def cross_validate(r1: dict[str, np.ndarray], grid: tuple[float, ...]) -> dict[str, dict]:
     """Per held-out language: the value the others choose, its R@1 there, and the language's best."""
-    means = {lang: hits.mean(axis=0) for lang, hits in r1.items()}
-    folds = {}
-    for held in r1:
-        others = np.mean([means[lang] for lang in r1 if lang != held], axis=0)
-        chosen = int(np.argmax(others))  # ties: the smallest value
-        best = int(np.argmax(means[held]))
-        folds[held] = {"chosen": grid[chosen], "r@1_out_of_sample": round(float(means[held][chosen]), 4),
-                       "best_in_sample": grid[best], "r@1_in_sample": round(float(means[held][best]), 4),
-                       "r@1_at_1.0": round(float(means[held][grid.index(1.0)]), 4)}
-    return folds
+    return leave_one_language_out(r1, grid, 1.0, "at_1.0")
 
 
 def main() -> None:
@@ -66,21 +44,13 @@ def main() -> None:
     base = Runner(get_config("default"), args.embedder, DEFAULT_CACHE, progress=False)
     embedder = base.embedder
     asked: dict[str, np.ndarray] = {}
-    embed_query, seen = embedder.embed_query, {}
-
-    def remembered(texts):  # each question embedded once across the grid
-        missing = [t for t in texts if t not in seen]
-        if missing:
-            seen.update(zip(missing, embed_query(missing)))
-        return np.stack([seen[t] for t in texts])
-
-    embedder.embed_query = remembered
+    embed_questions_once(embedder)
     t0 = time.perf_counter()
     memory = paragraph_memory(load_language(DATA, PIVOT)[0], embedder, base.cache)
     try:
         for lang in langs:
             questions = load_language(DATA, lang)[1][:: args.every]
-            asked[lang] = hits_at_one(memory, questions, GRID)
+            asked[lang] = hits_at_one(memory, questions, [{"lexical_agreement": a} for a in GRID])
             print(lang, dict(zip(GRID, asked[lang].mean(axis=0).round(3).tolist())), flush=True)
     finally:
         memory.close()

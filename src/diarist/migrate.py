@@ -55,6 +55,7 @@ from . import lexical
 from .embed.base import dequantize
 from .errors import ConfigError, DiaristError
 from .lexical import LexicalChannel
+from .store.switch import refuse_half_switched
 from .store.base import (
     KINDS, AppCounts, IndexedChunk, Item, ItemVersion, KeyRecord, LexicalUnavailable, Store, StoredChunk,
 )
@@ -115,6 +116,7 @@ def migrate(
     start = time.perf_counter()
     src = open_store(_location(source), create=False)
     try:
+        refuse_half_switched(src)  # a copy would carry vectors of two models and no record of it
         new_file = _new_sqlite_file(destination)
         try:
             dst = open_store(_location(destination), create=True)

@@ -252,3 +252,39 @@ def test_the_inspector_names_the_embedding_model(memory: Memory) -> None:
     memory.add_fact(CHINESE, app="a")
     page = TestClient(local_app(memory), base_url="http://127.0.0.1").get("/ui/apps/a").text
     assert f"embedding model {memory.embedder.model_id}</p>" in page
+
+
+GERMAN_FACTS = ["Berlin hatte im Jahr 1900 fast zwei Millionen Einwohner.", "Die Hauptstadt von Frankreich ist Paris.",
+                "Paris hatte damals weniger Einwohner als London.", "Der Rhein fließt durch Köln und Düsseldorf."]
+
+
+def _scores(memory: Memory, question: str) -> list[tuple[str, float]]:
+    return [(h.id, round(h.score, 12)) for h in memory.search(question, app="a", rerank=False)]
+
+
+def test_the_lexical_share_is_chosen_by_the_question_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lexical.weights: a German question under a model the table lists is fused with the German
+    share, as a memory opened with that dense weight fuses it; an English question, another model,
+    or a dense weight the caller chose are left as they were."""
+    from diarist.lexical import weights
+
+    german, english = "Wie viele Einwohner hatte Paris damals?", "How many people lived in Paris back then?"
+    assert (detect(german), detect(english)) == ("de", "en")
+    path = tmp_path / "m.sqlite"
+    with Memory(path, embedder="hash") as memory:
+        for i, text in enumerate(GERMAN_FACTS):
+            memory.add_fact(text, app="a", fact_id=f"f{i}")
+    monkeypatch.setattr(weights, "LEXICAL_WEIGHT", {})
+    with Memory(path) as memory:
+        before = {q: _scores(memory, q) for q in (german, english)}
+    monkeypatch.setattr(weights, "LEXICAL_WEIGHT", {"hash-": {"de": 0.6, "*": 0.4}, "other-model": {"de": 0.9}})
+    assert weights.lexical_weight("hash-64-64", "de") == 0.6 and weights.lexical_weight("hash-64-64", "ru") == 0.4
+    assert weights.lexical_weight("hash-64-64", "en") is None and weights.lexical_weight("minilm-x", "de") is None
+    with Memory(path) as memory, Memory(path, dense_weight=0.4) as shared:
+        assert _scores(memory, german) == _scores(shared, german) != before[german]
+        assert _scores(memory, english) == before[english]  # English: untouched
+    with Memory(path, dense_weight=0.5) as chosen:  # a weight the caller chose is kept
+        kept = _scores(chosen, german)
+    monkeypatch.setattr(weights, "LEXICAL_WEIGHT", {})
+    with Memory(path, dense_weight=0.5) as chosen:
+        assert _scores(chosen, german) == kept

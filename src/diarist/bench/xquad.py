@@ -24,6 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import settings
 from .report import write_run
 from .xquad_summary import BENCHMARK, PIVOT
@@ -159,3 +161,57 @@ def run_xquad(data: str | Path, out: str | Path, *, langs: list[str], cross: boo
         "command": " ".join(command),
     }
     return write_run(out, rows, meta)
+
+
+# -- fitting a value per language, leave one language out (benchmarks/xquad_*_cv.py) ------------
+
+
+def leave_one_language_out(r1: dict[str, np.ndarray], grid: tuple[float, ...], reference: float,
+                           name: str) -> dict[str, dict]:
+    """``r1``: per language, [question, grid value] -> 1 when the question's paragraph came first.
+    Per held-out language: the value that maximises mean R@1 over the other languages (ties: the
+    first in the grid), its R@1 on the held-out one (out of sample), the held-out language's own
+    best (in sample), and its R@1 at ``reference`` (reported as ``r@1_NAME``)."""
+    means = {lang: hits.mean(axis=0) for lang, hits in r1.items()}
+    folds = {}
+    for held in r1:
+        others = np.mean([means[lang] for lang in r1 if lang != held], axis=0)
+        chosen = int(np.argmax(others))
+        best = int(np.argmax(means[held]))
+        folds[held] = {"chosen": grid[chosen], "r@1_out_of_sample": round(float(means[held][chosen]), 4),
+                       "best_in_sample": grid[best], "r@1_in_sample": round(float(means[held][best]), 4),
+                       f"r@1_{name}": round(float(means[held][grid.index(reference)]), 4)}
+    return folds
+
+
+def hits_at_one(memory: Any, questions: list[tuple[str, str, str]], variants: list[dict[str, Any]]) -> np.ndarray:
+    """[question, variant] -> 1 when the question's paragraph comes first, searched with the
+    memory's settings changed by each variant (``SearchSettings`` fields)."""
+    from dataclasses import replace
+
+    from .runner import APP
+
+    base = memory.settings
+    out = np.zeros((len(questions), len(variants)), dtype=np.int8)
+    try:
+        for g, changes in enumerate(variants):
+            memory.settings = replace(base, **changes)
+            for q, (_, question, gold) in enumerate(questions):
+                hits = memory.search(question, app=APP, k=RANK_DEPTH)
+                out[q, g] = bool(hits) and hits[0].id == gold
+    finally:
+        memory.settings = base
+    return out
+
+
+def embed_questions_once(embedder: Any) -> None:
+    """Make ``embedder.embed_query`` remember what it embedded: a grid asks each question many times."""
+    embed_query, seen = embedder.embed_query, {}
+
+    def remembered(texts):
+        missing = [t for t in texts if t not in seen]
+        if missing:
+            seen.update(zip(missing, embed_query(missing)))
+        return np.stack([seen[t] for t in texts])
+
+    embedder.embed_query = remembered

@@ -27,6 +27,7 @@ from ..embed.base import Embedder
 from ..errors import ConfigError
 from ..lexical import LexicalChannel, detect
 from ..lexical.bm25 import Deferred
+from ..lexical.weights import by_language
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
@@ -334,7 +335,8 @@ def fuse(search: Search) -> None:
         search.order = "dense"
         search.trace.record("fusion", len(search.chosen), len(dense) - len(search.chosen), "dense ranking only")
         return
-    search.chosen = _fuse(dense, search.lexical_ranking, search.settings, search.depth, limit,
+    weighted = by_language(search.settings, search.channels.embedder.model_id, search.question.text)
+    search.chosen = _fuse(dense, search.lexical_ranking, weighted, search.depth, limit,
                           _lexical_scale(search) if search.settings.fusion == "convex" else None)
     search.order = "fused"
     search.trace.record("fusion", len(search.chosen), 0,

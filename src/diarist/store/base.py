@@ -285,6 +285,15 @@ class Store(ABC):
         """Store each value whose key is absent, under the write lock, and return the stored
         value of every key: the first writer's choice wins, later ones read it back."""
 
+    def put_meta(self, values: Mapping[str, str]) -> None:
+        """Store each value, replacing what the key held (``diarist migrate --embedder``
+        records its progress and, at the end, the new model)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot replace its meta")
+
+    def delete_meta(self, keys: Sequence[str]) -> None:
+        """Remove these keys (absent ones are passed over)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot replace its meta")
+
     # -- apps -----------------------------------------------------------------------------
 
     @abstractmethod
@@ -318,6 +327,11 @@ class Store(ABC):
         ``IndexedChunk.lines``); a chunk deleted meanwhile, or one that has its lines, is passed
         over. Returns how many chunks got their lines."""
         raise NotImplementedError(f"{type(self).__name__} keeps no line vectors")
+
+    def drop_line_vectors(self) -> int:
+        """Delete every stored line vector of every app (a model switch re-embeds them with
+        the chunks); returns how many were deleted."""
+        return 0
 
     def titles_indexed(self, app: str) -> bool:
         """Whether the app's titled items were chunked with their title line (write.chunk.title_line).

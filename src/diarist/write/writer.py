@@ -21,6 +21,7 @@ from ..embed.cache import EmbeddingCache
 from ..errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, PlanMismatch
 from ..read import trim
 from ..read.lines import LineVectors, StoredLines, line_digest
+from ..store.switch import refuse_half_switched
 from ..store.base import Conflict, IndexedChunk, Item, Store
 from ..types import Chunk, Message
 from ..vectors import DenseIndex
@@ -39,6 +40,7 @@ def fix_embedder_and_plan(
 ) -> tuple[Embedder, IndexPlan]:
     """Resolve both, then record them under the write lock; a database keeps its first."""
     where = store.location
+    refuse_half_switched(store)  # vectors of two models: nothing may search or write it
     stored_model = store.get_meta("embedder")
     if embedder is None:
         embedder = store.get_meta("embedder_spec") or (

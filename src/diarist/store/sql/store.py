@@ -128,6 +128,18 @@ class SQLStore(Store):
                             [(d.to_db(k), d.to_db(v)) for k, v in values.items()])
             return self._read_meta(cur, list(values))
 
+    def put_meta(self, values: Mapping[str, str]) -> None:
+        d = self.dialect
+        with self._db.write() as cur:
+            cur.executemany(d.sql("INSERT INTO meta (key, value) VALUES (?, ?) "
+                                  "ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
+                            [(d.to_db(k), d.to_db(v)) for k, v in values.items()])
+
+    def delete_meta(self, keys: Sequence[str]) -> None:
+        d = self.dialect
+        with self._db.write() as cur:
+            cur.executemany(d.sql("DELETE FROM meta WHERE key = ?"), [(d.to_db(k),) for k in keys])
+
     def apps(self) -> list[str]:
         return [self.dialect.from_db(r[0]) for r in self._db.read("SELECT name FROM apps ORDER BY name")]
 
@@ -339,6 +351,10 @@ class SQLStore(Store):
         with self._db.write() as cur:
             app_id = self._app_id(cur, app)
             return 0 if app_id is None else lines.put(self.dialect, cur, app_id, chunks)
+
+    def drop_line_vectors(self) -> int:
+        with self._db.write() as cur:
+            return int(cur.execute("DELETE FROM line_vectors").rowcount or 0)
 
     # -- the channels' storage --------------------------------------------------------------------
 
