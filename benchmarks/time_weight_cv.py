@@ -9,7 +9,8 @@ fit on one dataset and test on the other, and 5 folds by haystack, objective the
 recall_any@1/@5/@10 and NDCG@10 over both datasets.
 
 Each question is replayed from its pool (``benchmarks/results/fusion/pools``): the library's
-convex fusion over the two channels' scores, then the library's own evidence stage computes both
+convex fusion over the two channels' scores (its dense weight leaning on meaning as the search's
+does, ``fusion.lean_on_meaning``), then the library's own evidence stage computes both
 rankings of the top 50 (each chunk dated by its session, "now" the question's date). With w = 1
 the replay gives the committed ``default`` rows' recall@1 and @5 on every LoCoMo question and on
 249 of 250 LongMemEval questions (printed first).
@@ -32,7 +33,7 @@ from diarist import settings
 from diarist.bench import fusion_lab as lab
 from diarist.bench.rows import read_rows
 from diarist.dates import normalise_date
-from diarist.read.fusion import RRF_K
+from diarist.read.fusion import RRF_K, lean_on_meaning
 from diarist.rerank.evidence import EvidenceReranker
 from diarist.types import Hit
 
@@ -52,7 +53,10 @@ class Replay:
     def __init__(self, row: dict, question: str, depth: int = settings.RERANK_DEPTH):
         self.pool = lab.to_pool(row)
         self.depth = depth
-        self.fused = [chunk for chunk, _, _ in lab.shipped_fused(self.pool, settings.FUSION_DENSE_WEIGHT)]
+        # The shipped weight as the search sets it: raised when the question's best BM25 is low.
+        lexical = [(i, float(s)) for i, s in enumerate(self.pool.bm25) if s > 0]
+        weight = lean_on_meaning(settings.FUSION_DENSE_WEIGHT, lexical)
+        self.fused = [chunk for chunk, _, _ in lab.shipped_fused(self.pool, weight)]
         head = self.fused[:depth]
         dates = row["session_dates"]
         hits = [Hit(chunk_id=c, text="", score=0.0, session_id=None, fact_id=None,
