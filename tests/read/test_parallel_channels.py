@@ -28,13 +28,14 @@ def mem(db_path):
 
 
 class ThreadedLexical:
-    """The lexical channel with ``submit`` only: the read path hands it to a worker thread."""
+    """The lexical channel whose deferred ranking is its worker thread's (``submit``): the same
+    job shape (result, cancel, add_done_callback), run beside the dense channel."""
 
     def __init__(self, channel: LexicalChannel):
         self.channel = channel
         self.submitted = 0
 
-    def submit(self, *args, **kwargs):
+    def defer(self, *args, **kwargs):
         self.submitted += 1
         return self.channel.submit(*args, **kwargs)
 

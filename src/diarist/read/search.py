@@ -260,10 +260,8 @@ def read_channels(search: Search) -> None:
     query_vectors = channels.embedder.embed_query(question.texts)
     search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
     if settings.lexical:
-        lexical = channels.lexical
-        start = getattr(lexical, "defer", None) or lexical.submit  # a channel without ``defer``: its thread
-        search.lexical_job = start(search.app, question.terms, search.depth, settings.k1, settings.b,
-                                   allowed=channels.allowed)
+        search.lexical_job = channels.lexical.defer(search.app, question.terms, search.depth, settings.k1,
+                                                    settings.b, allowed=channels.allowed)
     try:
         if channels.allowed is None:
             search.dense = channels.dense.search(search.app, query_vectors, search.depth)
