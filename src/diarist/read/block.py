@@ -9,7 +9,7 @@ speaks of the same thing as a later one is marked earlier) or best first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,14 @@ SAME_SUBJECT_LINES = 3
 #: conversation is a record of its day, and two on one subject (two chats of the same friends
 #: about their art) are no changed fact. A longer entry is paired by the question's words only.
 SAME_SUBJECT_MAX_LINES = 3
+#: An entry paired with another by meaning (a changed fact) is marked earlier than that one, not
+#: than a newer long conversation that shares a word of the question with it.
+MEANING_FIRST = True
+#: The newer memory of a pair the cut followed forward (``diarist.read.follow``) is not marked
+#: earlier than another by the question's meaning.
+FOLLOWED_STAYS_NEWEST = True
+#: A memory as the stages name it: (session id, fact id).
+Key = tuple[str | None, str | None]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -144,16 +152,18 @@ def format_snippet(number: int, hit: Hit, text: str | None = None, earlier_than:
 def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int],
            vectors: LineVectorsOf | None = None,
            cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-           whole: Sequence[str] | None = None, unmarked: int = 0) -> list[Snippet]:
+           whole: Sequence[str] | None = None, unmarked: int = 0,
+           followed: Mapping[Key, Key] | None = None) -> list[Snippet]:
     """The entries numbered in the block's order, an older entry marked earlier than the newest
     one that speaks of the same thing, and where that is a changed fact (two short memories), the
     newer ranked above it. ``chosen``: (memory,
     its shown text, its cost) best first; ``trimmed``: the ids of the memories shown by some of
     their lines. Which entries speak of the same thing: ``same_subject``.
     ``unmarked``: how many of the marks, those of the lowest-ranked entries first, are left out
-    (the budget's last resort: a mark is a hint, a memory may be the answer)."""
+    (the budget's last resort: a mark is a hint, a memory may be the answer). ``followed``: older
+    memory -> the newer one the cut brought in for it (``diarist.read.follow``), a changed fact."""
     dates = [hit.date for hit, _, _ in chosen]
-    later, changed = same_subject(chosen, terms, vectors, cosines, whole)
+    later, changed = same_subject(chosen, terms, vectors, cosines, whole, followed)
     for older in sorted(later, reverse=True)[:unmarked]:
         del later[older]
     ranks = newer_first(len(chosen), {i: j for i, j in later.items() if i in changed}, dates)
@@ -173,14 +183,17 @@ def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], 
 
 def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vectors: LineVectorsOf | None = None,
                  cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-                 whole: Sequence[str] | None = None) -> tuple[dict[int, int], set[int]]:
+                 whole: Sequence[str] | None = None,
+                 followed: Mapping[Key, Key] | None = None) -> tuple[dict[int, int], set[int]]:
     """Entry -> the newest later entry that speaks of the same thing; and the entries whose mark
     is a changed fact (the newer is ranked above them). With line ``vectors`` (and the lines'
     ``cosines`` to the question): two short memories by meaning (``meaning_pairs``, on ``whole``,
     each memory's text before the trim: one shown by a line speaks of its subject in the others
     too), a changed fact; a long one and another by the question's ``terms`` they share
     (``word_pairs``), marked only (two conversations on one subject: the older is earlier, not
-    replaced); a note never. Without vectors: every two by their words, marked only."""
+    replaced); a note never; and the pairs the cut followed forward (``followed``, by memory), a
+    changed fact. An entry paired by meaning is marked earlier than the newest of those, whatever
+    its word pairs. Without vectors: every two by their words, marked only."""
     dates = [hit.date for hit, _, _ in chosen]
     words = word_pairs([analyze(text) for _, text, _ in chosen], terms)
     if vectors is None:
@@ -189,9 +202,29 @@ def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vector
     notes = [is_note(hit) for hit, _, _ in chosen]
     short = [not note and 0 < len(lines_of(text)) <= SAME_SUBJECT_MAX_LINES for note, text in zip(notes, texts)]
     meaning = meaning_pairs([text if ok else "" for text, ok in zip(texts, short)], dates, vectors, cosines)
-    pairs = meaning | {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
-    later = newest_later(pairs, dates)
+    followed_here = followed_pairs(chosen, followed or {})
+    if FOLLOWED_STAYS_NEWEST and followed_here:
+        # The newer memory the cut followed forward to, memory to memory, is its subject's latest
+        # statement: a pair by the question's meaning does not mark it earlier than another.
+        newest = {max(pair, key=lambda i: (_days(dates)[i] or "", i)) for pair in followed_here}
+        meaning = {(i, j) for i, j in meaning
+                   if not ((i in newest and (dates[j] or "") > (dates[i] or "")) or
+                           (j in newest and (dates[i] or "") > (dates[j] or "")))}
+    meaning |= followed_here
+    by_words = {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
+    if MEANING_FIRST:
+        later = newest_later(meaning, dates)
+        later.update({i: j for i, j in newest_later(by_words, dates).items() if i not in later})
+    else:
+        later = newest_later(meaning | by_words, dates)
     return later, {i for i, j in later.items() if (min(i, j), max(i, j)) in meaning}
+
+
+def followed_pairs(chosen: Sequence[tuple[Hit, str, int]], followed: Mapping[Key, Key]) -> set[tuple[int, int]]:
+    """The pairs (i, j), i < j, of entries one of which the cut brought in for the other."""
+    place = {(hit.session_id, hit.fact_id): i for i, (hit, _, _) in enumerate(chosen)}
+    pairs = {(place[a], place[b]) for a, b in followed.items() if a in place and b in place and a != b}
+    return {(min(i, j), max(i, j)) for i, j in pairs}
 
 
 def is_note(hit: Hit) -> bool:
