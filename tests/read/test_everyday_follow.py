@@ -79,3 +79,24 @@ def test_a_pair_by_meaning_is_marked_before_a_pair_by_words(monkeypatch):
     monkeypatch.setattr(block, "MEANING_FIRST", False)  # before: the newest of either, the long chat
     snippets = {s.hit.session_id: s for s in layout(chosen, "date", {"live"}, set(), _vectors(table))}
     assert snippets["s1"].earlier_than == 3 and snippets["s1"].rank == 0
+
+
+def _scored(n: int, text: str, cosine: float, fact: bool = False) -> tuple[Hit, str, int]:
+    hit = Hit(n, text, 0.5, None if fact else f"s{n}", f"f{n}" if fact else None, "2025-01-01", ("user",), "turns",
+              scores={"dense": cosine})
+    return hit, text, 10
+
+
+def test_a_short_memory_closer_in_meaning_comes_before_a_long_conversation():
+    """"What car do I drive?": a long chat about a brother's car (cosine 0.33) is ranked first by its
+    words; the saved fact (0.42) comes before it, and a long chat closer than the fact stays above."""
+    long = "\n".join(f"line {n} of a chat" for n in range(6))
+    chosen = [_scored(1, long, 0.33), _scored(2, "The user drives a Mazda 3.", 0.42, fact=True),
+              _scored(3, "A chat of a line.", 0.10)]
+    assert block.short_before_long(chosen) == [1, 0, 2]
+    closer = [_scored(1, long, 0.50), _scored(2, "The user drives a Mazda 3.", 0.42, fact=True)]
+    assert block.short_before_long(closer) == [0, 1]
+    # Two long chats: past the one just above it that it beats, not past the closer one above that.
+    chosen = [_scored(1, long, 0.50), _scored(4, long + "\nmore", 0.20), _scored(2, "The user drives a Mazda 3.", 0.42,
+                                                                                 fact=True)]
+    assert block.short_before_long(chosen) == [0, 2, 1]

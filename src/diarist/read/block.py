@@ -55,6 +55,9 @@ SAME_SUBJECT_MAX_LINES = 3
 #: An entry paired with another by meaning (a changed fact) is marked earlier than that one, not
 #: than a newer long conversation that shares a word of the question with it.
 MEANING_FIRST = True
+#: In the block's best-first order, a short memory comes before a long conversation ranked above
+#: it that is further from the question in meaning (``short_before_long``).
+SHORT_BEFORE_LONG = True
 #: The newer memory of a pair the cut followed forward (``diarist.read.follow``) is not marked
 #: earlier than another by the question's meaning.
 FOLLOWED_STAYS_NEWEST = True
@@ -166,7 +169,8 @@ def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], 
     later, changed = same_subject(chosen, terms, vectors, cosines, whole, followed)
     for older in sorted(later, reverse=True)[:unmarked]:
         del later[older]
-    ranks = newer_first(len(chosen), {i: j for i, j in later.items() if i in changed}, dates)
+    start = short_before_long(chosen, whole) if vectors is not None and SHORT_BEFORE_LONG else None
+    ranks = newer_first(len(chosen), {i: j for i, j in later.items() if i in changed}, dates, start)
     if order == "date":
         shown = sorted(range(len(chosen)), key=lambda i: (chosen[i][0].date or "", chosen[i][0].session_id or "",
                                                           chosen[i][0].fact_id or "", chosen[i][0].chunk_id))
@@ -232,15 +236,41 @@ def is_note(hit: Hit) -> bool:
     return hit.metadata.get("source") == "markdown"
 
 
-def newer_first(n: int, later: dict[int, int], dates: Sequence[str | None]) -> list[int]:
-    """Each entry's place best first (entries given best first): an entry that a later one on the
-    same subject supersedes gives that one its place, and moves down by one. Returns the places."""
-    order = list(range(n))
+def newer_first(n: int, later: dict[int, int], dates: Sequence[str | None],
+                start: Sequence[int] | None = None) -> list[int]:
+    """Each entry's place best first (entries given best first, or in the order ``start``): an
+    entry that a later one on the same subject supersedes gives that one its place, and moves down
+    by one. Returns the places."""
+    order = list(range(n)) if start is None else list(start)
     for older, newer in sorted(later.items(), key=lambda pair: (dates[pair[1]] or "", pair[1], pair[0])):
         if order.index(newer) > order.index(older):
             order.remove(newer)
             order.insert(order.index(older), newer)
     return [order.index(i) for i in range(n)]
+
+
+def short_before_long(chosen: Sequence[tuple[Hit, str, int]], whole: Sequence[str] | None = None) -> list[int]:
+    """The entries best first (given best first), save that a short memory (a saved fact or a
+    short exchange, ``SAME_SUBJECT_MAX_LINES`` lines at most, by ``whole``: each one's text before
+    the trim) comes before every long conversation ranked above it that is further from the
+    question in meaning (its best passage's cosine), as far up as every one it passes is. A long
+    conversation can owe its fused place to words its many lines share with the question; a stated
+    fact closer in meaning is the answer more often. Short memories keep their order among
+    themselves, and so do long ones."""
+    texts = list(whole) if whole is not None else [text for _, text, _ in chosen]
+    lines = [len(lines_of(text)) for text in texts]
+    cosine = [hit.scores.get("dense") for hit, _, _ in chosen]
+    long_chat = [hit.fact_id is None and not is_note(hit) and n > SAME_SUBJECT_MAX_LINES
+                 for (hit, _, _), n in zip(chosen, lines)]
+    short = [not is_note(hit) and 0 < n <= SAME_SUBJECT_MAX_LINES for (hit, _, _), n in zip(chosen, lines)]
+    order: list[int] = []
+    for i in range(len(chosen)):
+        at = len(order)
+        if short[i] and cosine[i] is not None:  # up past the long conversations just above it that it beats
+            while at and long_chat[order[at - 1]] and (cosine[order[at - 1]] or 0.0) < cosine[i]:
+                at -= 1
+        order.insert(at, i)
+    return order
 
 
 def _days(dates: Sequence[str | None]) -> list[str | None]:
