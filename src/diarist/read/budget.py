@@ -171,7 +171,7 @@ def cut_stage(search: BlockRead) -> None:
         draft.by_meaning = [_key(hit) for hit in closest]
         draft.pointers = [_key(hit) for hit in rescued]
         draft.hits = score_cut(search.hits[: search.k], draft, search.trace, search.comparable)
-        if draft.line_vectors is not None and draft.options.cut is not None:
+        if draft.line_vectors is not None and draft.options.line_cosines is not None:  # as the marks by meaning
             follow_stage(search, draft, ranked)
 
 
