@@ -9,7 +9,7 @@ speaks of the same thing as a later one is marked earlier) or best first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,17 @@ SAME_SUBJECT_LINES = 3
 #: conversation is a record of its day, and two on one subject (two chats of the same friends
 #: about their art) are no changed fact. A longer entry is paired by the question's words only.
 SAME_SUBJECT_MAX_LINES = 3
+#: An entry paired with another by meaning (a changed fact) is marked earlier than that one, not
+#: than a newer long conversation that shares a word of the question with it.
+MEANING_FIRST = True
+#: In the block's best-first order, a short memory comes before a long conversation ranked above
+#: it that is further from the question in meaning (``short_before_long``).
+SHORT_BEFORE_LONG = True
+#: The newer memory of a pair the cut followed forward (``diarist.read.follow``) is not marked
+#: earlier than another by the question's meaning.
+FOLLOWED_STAYS_NEWEST = True
+#: A memory as the stages name it: (session id, fact id).
+Key = tuple[str | None, str | None]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -144,19 +155,22 @@ def format_snippet(number: int, hit: Hit, text: str | None = None, earlier_than:
 def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], trimmed: set[int],
            vectors: LineVectorsOf | None = None,
            cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-           whole: Sequence[str] | None = None, unmarked: int = 0) -> list[Snippet]:
+           whole: Sequence[str] | None = None, unmarked: int = 0,
+           followed: Mapping[Key, Key] | None = None) -> list[Snippet]:
     """The entries numbered in the block's order, an older entry marked earlier than the newest
     one that speaks of the same thing, and where that is a changed fact (two short memories), the
     newer ranked above it. ``chosen``: (memory,
     its shown text, its cost) best first; ``trimmed``: the ids of the memories shown by some of
     their lines. Which entries speak of the same thing: ``same_subject``.
     ``unmarked``: how many of the marks, those of the lowest-ranked entries first, are left out
-    (the budget's last resort: a mark is a hint, a memory may be the answer)."""
+    (the budget's last resort: a mark is a hint, a memory may be the answer). ``followed``: older
+    memory -> the newer one the cut brought in for it (``diarist.read.follow``), a changed fact."""
     dates = [hit.date for hit, _, _ in chosen]
-    later, changed = same_subject(chosen, terms, vectors, cosines, whole)
+    later, changed = same_subject(chosen, terms, vectors, cosines, whole, followed)
     for older in sorted(later, reverse=True)[:unmarked]:
         del later[older]
-    ranks = newer_first(len(chosen), {i: j for i, j in later.items() if i in changed}, dates)
+    start = short_before_long(chosen, whole) if vectors is not None and SHORT_BEFORE_LONG else None
+    ranks = newer_first(len(chosen), {i: j for i, j in later.items() if i in changed}, dates, start)
     if order == "date":
         shown = sorted(range(len(chosen)), key=lambda i: (chosen[i][0].date or "", chosen[i][0].session_id or "",
                                                           chosen[i][0].fact_id or "", chosen[i][0].chunk_id))
@@ -173,14 +187,17 @@ def layout(chosen: Sequence[tuple[Hit, str, int]], order: str, terms: set[str], 
 
 def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vectors: LineVectorsOf | None = None,
                  cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
-                 whole: Sequence[str] | None = None) -> tuple[dict[int, int], set[int]]:
+                 whole: Sequence[str] | None = None,
+                 followed: Mapping[Key, Key] | None = None) -> tuple[dict[int, int], set[int]]:
     """Entry -> the newest later entry that speaks of the same thing; and the entries whose mark
     is a changed fact (the newer is ranked above them). With line ``vectors`` (and the lines'
     ``cosines`` to the question): two short memories by meaning (``meaning_pairs``, on ``whole``,
     each memory's text before the trim: one shown by a line speaks of its subject in the others
     too), a changed fact; a long one and another by the question's ``terms`` they share
     (``word_pairs``), marked only (two conversations on one subject: the older is earlier, not
-    replaced); a note never. Without vectors: every two by their words, marked only."""
+    replaced); a note never; and the pairs the cut followed forward (``followed``, by memory), a
+    changed fact. An entry paired by meaning is marked earlier than the newest of those, whatever
+    its word pairs. Without vectors: every two by their words, marked only."""
     dates = [hit.date for hit, _, _ in chosen]
     words = word_pairs([analyze(text) for _, text, _ in chosen], terms)
     if vectors is None:
@@ -189,9 +206,29 @@ def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vector
     notes = [is_note(hit) for hit, _, _ in chosen]
     short = [not note and 0 < len(lines_of(text)) <= SAME_SUBJECT_MAX_LINES for note, text in zip(notes, texts)]
     meaning = meaning_pairs([text if ok else "" for text, ok in zip(texts, short)], dates, vectors, cosines)
-    pairs = meaning | {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
-    later = newest_later(pairs, dates)
+    followed_here = followed_pairs(chosen, followed or {})
+    if FOLLOWED_STAYS_NEWEST and followed_here:
+        # The newer memory the cut followed forward to, memory to memory, is its subject's latest
+        # statement: a pair by the question's meaning does not mark it earlier than another.
+        newest = {max(pair, key=lambda i: (_days(dates)[i] or "", i)) for pair in followed_here}
+        meaning = {(i, j) for i, j in meaning
+                   if not ((i in newest and (dates[j] or "") > (dates[i] or "")) or
+                           (j in newest and (dates[i] or "") > (dates[j] or "")))}
+    meaning |= followed_here
+    by_words = {(i, j) for i, j in words if not (notes[i] or notes[j]) and not (short[i] and short[j])}
+    if MEANING_FIRST:
+        later = newest_later(meaning, dates)
+        later.update({i: j for i, j in newest_later(by_words, dates).items() if i not in later})
+    else:
+        later = newest_later(meaning | by_words, dates)
     return later, {i for i, j in later.items() if (min(i, j), max(i, j)) in meaning}
+
+
+def followed_pairs(chosen: Sequence[tuple[Hit, str, int]], followed: Mapping[Key, Key]) -> set[tuple[int, int]]:
+    """The pairs (i, j), i < j, of entries one of which the cut brought in for the other."""
+    place = {(hit.session_id, hit.fact_id): i for i, (hit, _, _) in enumerate(chosen)}
+    pairs = {(place[a], place[b]) for a, b in followed.items() if a in place and b in place and a != b}
+    return {(min(i, j), max(i, j)) for i, j in pairs}
 
 
 def is_note(hit: Hit) -> bool:
@@ -199,15 +236,41 @@ def is_note(hit: Hit) -> bool:
     return hit.metadata.get("source") == "markdown"
 
 
-def newer_first(n: int, later: dict[int, int], dates: Sequence[str | None]) -> list[int]:
-    """Each entry's place best first (entries given best first): an entry that a later one on the
-    same subject supersedes gives that one its place, and moves down by one. Returns the places."""
-    order = list(range(n))
+def newer_first(n: int, later: dict[int, int], dates: Sequence[str | None],
+                start: Sequence[int] | None = None) -> list[int]:
+    """Each entry's place best first (entries given best first, or in the order ``start``): an
+    entry that a later one on the same subject supersedes gives that one its place, and moves down
+    by one. Returns the places."""
+    order = list(range(n)) if start is None else list(start)
     for older, newer in sorted(later.items(), key=lambda pair: (dates[pair[1]] or "", pair[1], pair[0])):
         if order.index(newer) > order.index(older):
             order.remove(newer)
             order.insert(order.index(older), newer)
     return [order.index(i) for i in range(n)]
+
+
+def short_before_long(chosen: Sequence[tuple[Hit, str, int]], whole: Sequence[str] | None = None) -> list[int]:
+    """The entries best first (given best first), save that a short memory (a saved fact or a
+    short exchange, ``SAME_SUBJECT_MAX_LINES`` lines at most, by ``whole``: each one's text before
+    the trim) comes before every long conversation ranked above it that is further from the
+    question in meaning (its best passage's cosine), as far up as every one it passes is. A long
+    conversation can owe its fused place to words its many lines share with the question; a stated
+    fact closer in meaning is the answer more often. Short memories keep their order among
+    themselves, and so do long ones."""
+    texts = list(whole) if whole is not None else [text for _, text, _ in chosen]
+    lines = [len(lines_of(text)) for text in texts]
+    cosine = [hit.scores.get("dense") for hit, _, _ in chosen]
+    long_chat = [hit.fact_id is None and not is_note(hit) and n > SAME_SUBJECT_MAX_LINES
+                 for (hit, _, _), n in zip(chosen, lines)]
+    short = [not is_note(hit) and 0 < n <= SAME_SUBJECT_MAX_LINES for (hit, _, _), n in zip(chosen, lines)]
+    order: list[int] = []
+    for i in range(len(chosen)):
+        at = len(order)
+        if short[i] and cosine[i] is not None:  # up past the long conversations just above it that it beats
+            while at and long_chat[order[at - 1]] and (cosine[order[at - 1]] or 0.0) < cosine[i]:
+                at -= 1
+        order.insert(at, i)
+    return order
 
 
 def _days(dates: Sequence[str | None]) -> list[str | None]:

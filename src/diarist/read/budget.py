@@ -32,12 +32,13 @@ from .. import settings
 from ..errors import InvalidInput
 from ..types import Hit
 from ..write.validate import shown
-from .block import FOOTER, HEADER, ORDERS, ContextBlock, LineVectorsOf, format_snippet, layout
+from .block import FOOTER, HEADER, ORDERS, ContextBlock, Key, LineVectorsOf, format_snippet, layout
+from .follow import follow_forward
 from .cut import CutParams, cut_memories
 from .group import PASSAGE_GAP
 from .lines import LineCosines, LinesParams, closest_only, trim_block
 from .question import Question
-from .trace import Trace
+from .trace import StageRecord, Trace
 from .trim import TrimParams
 
 
@@ -112,6 +113,7 @@ class Draft:
     by_meaning: list[tuple[str | None, str | None]] = field(default_factory=list)  # (session, fact): kept whatever else
     pointers: list[tuple[str | None, str | None]] = field(default_factory=list)  # of those, kept by that rule alone
     filled: list[Hit] = field(default_factory=list)  # the memories the budget was filled from, as it showed them
+    followed: dict[Key, Key] = field(default_factory=dict)  # older -> the newer the cut brought in (read.follow)
 
     def __call__(self, search: BlockRead) -> None:
         """The draft as a read stage, ahead of the block's: the search builds this block."""
@@ -169,6 +171,30 @@ def cut_stage(search: BlockRead) -> None:
         draft.by_meaning = [_key(hit) for hit in closest]
         draft.pointers = [_key(hit) for hit in rescued]
         draft.hits = score_cut(search.hits[: search.k], draft, search.trace, search.comparable)
+        if draft.line_vectors is not None and draft.options.line_cosines is not None:  # as the marks by meaning
+            follow_stage(search, draft, ranked)
+
+
+def follow_stage(search: BlockRead, draft: Draft, ranked: Sequence[Hit]) -> None:
+    """The cut's last step (``diarist.read.follow``): the newer of a changed fact brought in above
+    the older the block keeps, kept whatever else (as the memories best by meaning are), and said
+    in the cut's record. ``ranked``: the memories the search ranked, before the cut (the candidates)."""
+    assert draft.line_vectors is not None
+    followed = follow_forward(draft.hits or [], ranked, draft.line_vectors)
+    if not followed.pairs:
+        return
+    held = {_key(hit) for hit in draft.hits or []}
+    brought = [key for key in followed.pairs.values() if key not in held]
+    draft.hits, draft.followed = followed.hits, dict(followed.pairs)
+    draft.by_meaning += [key for key in followed.pairs.values() if key not in draft.by_meaning]
+    records = search.trace.records
+    for place in range(len(records) - 1, -1, -1):
+        if records[place].stage == "cut":
+            r = records[place]
+            records[place] = StageRecord(r.stage, r.kept + len(brought), r.dropped, r.note +
+                                         f"; {len(followed.pairs)} followed forward to a newer memory on the same "
+                                         f"subject ({len(brought)} brought in)", r.ms)
+            break
 
 
 def trim_stage(search: BlockRead) -> None:
@@ -180,6 +206,12 @@ def trim_stage(search: BlockRead) -> None:
     draft.hits, ranked = trim_block(hits, options.trim, draft.terms, options.line_cosines, search.trace,
                                     keep=draft.places_by_meaning(hits),
                                     pointers=[place for place, hit in enumerate(hits) if _key(hit) in pointers])
+    if draft.followed:  # the newer of a changed fact is a short memory: shown whole, not by a line
+        whole = {_key(hit): hit for hit in hits if _key(hit) in set(draft.followed.values())}
+        for place, hit in enumerate(draft.hits):
+            if _key(hit) in whole and hit is not whole[_key(hit)]:
+                ranked.pop(id(hit), None)
+                draft.hits[place] = whole[_key(hit)]
     draft.trimmed |= set(ranked)
     draft.shown_as.update(ranked)
 
@@ -308,7 +340,7 @@ def finish(draft: Draft, trace: Trace, search_notes: Sequence[str] = ()) -> Cont
     while True:
         whole = [PASSAGE_GAP.join(passages(draft.shown_as.get(id(hit), hit))) for hit, _, _ in chosen]
         snippets = layout(chosen, draft.options.order, wanted, draft.trimmed, vectors, draft.options.line_cosines,
-                          whole, unmarked)
+                          whole, unmarked, draft.followed)
         text = "\n\n".join([HEADER, *(s.text for s in snippets), FOOTER])
         n_tokens = count(text)
         marks = sum(s.earlier_than is not None for s in snippets)
