@@ -48,8 +48,14 @@ QUESTION_PHRASES = re.compile(
 
 #: Version of the analyzer and postings format; an index written by another version is not used.
 #: 1: posting blocks of 1,024 chunk ids; 2: of 8,192 (the stores' migrations repack 1 into 2);
-#: 3: stemmed terms (the stores' migrations re-analyse every chunk of a version-2 index).
-VERSION = 3
+#: 3: stemmed terms (the stores' migrations re-analyse every chunk of a version-2 index);
+#: 4: Arabic words lose the clitics Snowball leaves on them (``arabic_word``), Russian
+#: interrogatives are stopwords (the stores' migrations re-analyse the apps of a version-3 index
+#: that hold Arabic or Russian chunks, and mark the others current: their terms are the same).
+VERSION = 4
+#: The chunk languages whose terms a version changed from the one before it. An index of the
+#: version before that holds no chunk in them is the same index.
+CHANGED_LANGUAGES = {4: ("ar", "ru")}
 
 _local = threading.local()  # a PyStemmer object is not to be shared between threads
 # Each distinct word is stemmed once per process: a dictionary lookup per token after that
@@ -152,6 +158,46 @@ def stem_in(language: str, word: str) -> str:
     return found
 
 
+# Arabic writes the conjunctions "و" (and) and "ف" (so) as one word with what follows. Snowball's
+# Arabic stemmer takes a conjunction off a bare word ("وكتاب" -> كتاب) and the article off a word
+# ("الكتاب" -> كتاب), but not both: "والكتاب" stayed whole and never met "الكتاب" or "كتاب".
+# (Snowball already removes tatweel and the vowel marks, writes أ إ آ as ا and ى as ي, and takes
+# ة off as a suffix. Doing the first again changes no stem; writing أ إ آ, ى or ة over before it
+# ranked XQuAD's Arabic worse: docs/languages.md.)
+_AR_CONJUNCTIONS = ("و", "ف")
+_AR_ARTICLE = "ال"
+#: Letters a word must keep after "و/ف" + "ال" for the conjunction to go: "والده" (his father)
+#: and "والي" (governor) are words of their own, not "و" + "ال" + two letters.
+AR_MIN_STEM = 3
+
+
+# The prepositions "ل" (for), "ب" (with), "ك" (as) before a word that begins with a hamza on its
+# alef (أ إ آ): Snowball keeps them ("لأول" stayed "لاول", never "اول"); no Arabic root begins
+# with one of them followed by that alef and two more letters.
+_AR_PREPOSITIONS = ("ل", "ب", "ك")
+_AR_HAMZA_ALEF = ("أ", "إ", "آ")
+_AR_CLITICS = _AR_CONJUNCTIONS + _AR_PREPOSITIONS
+
+
+def arabic_word(word: str) -> str:
+    """An Arabic word without the clitics Snowball leaves on it: a conjunction or preposition
+    before a stopword ("وفي" -> "في", "لماذا" -> "ماذا": then left out as one); a conjunction
+    before the article ("والكتاب" -> "الكتاب"); a preposition before a hamza's alef ("لأول" ->
+    "أول")."""
+    if len(word) > 1 and word[0] in _AR_CLITICS and word[1:] in stopwords("ar"):
+        return word[1:]
+    if word[0] in _AR_CONJUNCTIONS and word[1:].startswith(_AR_ARTICLE) and len(word) - 1 - len(_AR_ARTICLE) >= AR_MIN_STEM:
+        word = word[1:]
+    if len(word) > AR_MIN_STEM and word[0] in _AR_PREPOSITIONS and word[1] in _AR_HAMZA_ALEF:
+        return word[1:]
+    return word
+
+
+#: Words normalised per language before its stopwords and stemmer (a word in, a word out; each
+#: leaves the language's stopwords as they are).
+NORMALISE = {"ar": arabic_word}
+
+
 def bigrams(run: str) -> list[str]:
     """A run of unspaced script as overlapping character bigrams ("北京大学": 北京 京大 大学); a
     single character stays itself."""
@@ -167,6 +213,9 @@ def analyze_in(text: str, language: str, *, keep_stopwords: bool = False) -> lis
     words = _WORD.findall(text)
     if language not in UNSPACED:
         stops = frozenset() if keep_stopwords else stopwords(language)
+        normalise = NORMALISE.get(language)
+        if normalise is not None:
+            words = [normalise(w) for w in words]
         return [stem_in(language, w) for w in words if w not in stops]
     terms: list[str] = []
     for word in words:

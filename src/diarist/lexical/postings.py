@@ -17,13 +17,13 @@ import itertools
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..store.base import PostingBlocks
 from .analyze import analyze
-from .language import detect
+from .language import ENGLISH, detect
 from .state import status_reason
 
 log = logging.getLogger("diarist")
@@ -40,6 +40,10 @@ REPACK_NOTICE = ("repacking the BM25 index into blocks of 8,192 chunk ids, once,
 #: What the stores' migrations tell a user when they re-analyse an index with stemmed terms (once).
 RESTEM_NOTICE = ("re-analysing the BM25 index with stemmed terms (lexical version 3), once, in one "
                  "transaction (about 2 minutes a million chunks)")
+#: What the stores' migrations tell a user when they re-analyse an app holding Arabic or Russian
+#: chunks with the rules of lexical version 4 (once).
+REANALYSE_NOTICE = ("re-analysing the BM25 index of the apps holding Arabic or Russian memories (lexical "
+                    "version 4), once, in one transaction (about 2 minutes a million chunks)")
 MAX_TF = 65535  # term frequency is stored as uint16
 
 
@@ -108,16 +112,27 @@ def block_of(chunk_id: int) -> tuple[int, int]:
     return chunk_id >> BLOCK_BITS, chunk_id & (BLOCK_SIZE - 1)
 
 
-def analysed_pages(page: Callable[[int], Sequence[tuple[int, str]]], *, languages: bool = True
-                   ) -> Iterator[list[tuple[int, list[str], str]]]:
-    """A store's chunks (id, text), analysed a page at a time: ``page(last)`` gives the next
-    rows with ids above ``last``, ascending (keyset paging, no read left open between pages),
-    so a rebuild holds one page in memory at any app size. Each chunk comes back as (id, terms,
-    the language detected and analysed in; English for all when not ``languages``)."""
+#: How ``analysed_pages`` chooses the language each chunk is analysed in: "detect" it (and
+#: record it: ``diarist reindex``), keep the one "recorded" with the chunk (English where none was),
+#: or analyse all as "english" (a migration that runs before chunks record a language).
+Languages = Literal["detect", "recorded", "english"]
+
+
+def analysed_pages(page: Callable[[int], Sequence[tuple[int, str, str | None]]], *,
+                   languages: Languages = "detect") -> Iterator[list[tuple[int, list[str], str]]]:
+    """A store's chunks (id, text, recorded language or None), analysed a page at a time:
+    ``page(last)`` gives the next rows with ids above ``last``, ascending (keyset paging, no read
+    left open between pages), so a rebuild holds one page in memory at any app size. Each chunk
+    comes back as (id, terms, the language it was analysed in)."""
+    def language_of(text: str, recorded: str | None) -> str:
+        if languages == "detect":
+            return detect(text)
+        return (recorded if languages == "recorded" else None) or ENGLISH
+
     last = -1
     while rows := page(last):
         yield [(int(chunk_id), analyze(text, language=language), language)
-               for chunk_id, text, language in ((i, t, detect(t) if languages else "en") for i, t in rows)]
+               for chunk_id, text, language in ((i, t, language_of(t, r)) for i, t, r in rows)]
         last = int(rows[-1][0])
 
 

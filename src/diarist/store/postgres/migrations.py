@@ -38,6 +38,12 @@ def _restem_postings(conn: psycopg.Connection) -> None:
         sql_postings.restem(DIALECT, cur)
 
 
+def _reanalyse_arabic_russian(conn: psycopg.Connection) -> None:
+    """9: lexical version 4 (Arabic clitics, Russian interrogatives), as SQLite's migration 13."""
+    with conn.cursor() as cur:
+        sql_postings.reanalyse_changed(DIALECT, cur, 4)
+
+
 MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     # 1: the whole first schema: the same tables as SQLite's, with a pgvector column beside the
     # int8 bytes the exact dense channel reads (for an HNSW index later).
@@ -198,6 +204,8 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     CREATE INDEX IF NOT EXISTS line_vectors_chunk ON line_vectors (chunk_id);
     CREATE INDEX IF NOT EXISTS line_vectors_digest ON line_vectors (app_id, digest);
     """,
+    # 9: Arabic and Russian analysed by lexical version 4's rules (as SQLite's migration 13).
+    _reanalyse_arabic_russian,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``diarist_schema``

@@ -15,6 +15,7 @@ from typing import Any
 
 from ... import lexical
 from ...lexical import postings as lexical_postings
+from ...lexical.analyze import CHANGED_LANGUAGES
 from ...lexical.postings import BLOCK_BITS, repack_index
 from ..base import LexicalStats
 from .dialect import Cursor, Dialect
@@ -47,7 +48,7 @@ def app_terms(d: Dialect, cur: Cursor, app_id: int) -> list[int]:
     return [r[0] for r in cur.execute(d.sql("SELECT DISTINCT term_id FROM lex_postings WHERE app_id = ?"), (app_id,))]
 
 
-def rebuild(d: Dialect, cur: Cursor, app_id: int, *, languages: bool = True) -> int:
+def rebuild(d: Dialect, cur: Cursor, app_id: int, *, languages: lexical_postings.Languages = "detect") -> int:
     """The app's postings, lengths, counts and chunk languages written anew from its stored chunk
     text by this diarist's analyzer (``diarist reindex``, and the migration to a new analyzer). Returns how
     many chunks were indexed. The caller bumps the app's generation: caches must reload.
@@ -55,22 +56,27 @@ def rebuild(d: Dialect, cur: Cursor, app_id: int, *, languages: bool = True) -> 
     Chunks are read, analysed and written REBUILD_BATCH at a time, in id order (the blocks'
     appends stay sorted): a million chunks held at once took 7.7 GB.
 
-    ``languages``: each chunk's language detected, analysed in and recorded; without (a
-    migration that runs before the language column exists), every chunk is analysed as English
-    and none recorded, which is what an unrecorded language means."""
+    ``languages``: "detect": each chunk's language detected, analysed in and recorded;
+    "recorded": each analysed in the language recorded with it (a migration to a new analyzer:
+    the chunk keeps what it has); "english" (a migration that runs before the language column
+    exists): every chunk analysed as English and none recorded, which is what an unrecorded
+    language means."""
     old_terms = app_terms(d, cur, app_id)
     cur.execute(d.sql("DELETE FROM lex_postings WHERE app_id = ?"), (app_id,))
     reset_stats(d, cur, app_id)
     blocks = d.blocks(cur, app_id)
     count = 0
-    page = d.sql(f"SELECT id, text FROM chunks WHERE app_id = ? AND {d.in_lexical} AND id > ? ORDER BY id LIMIT ?")
+    recorded = "language" if languages == "recorded" else "NULL"
+    page = d.sql(f"SELECT id, text, {recorded} FROM chunks WHERE app_id = ? AND {d.in_lexical} AND id > ? "
+                 "ORDER BY id LIMIT ?")
 
-    def rows_after(last: int) -> list[tuple[int, str]]:
-        return [(i, d.from_db(text)) for i, text in cur.execute(page, (app_id, last, REBUILD_BATCH)).fetchall()]
+    def rows_after(last: int) -> list[tuple[int, str, str | None]]:
+        return [(i, d.from_db(text), language)
+                for i, text, language in cur.execute(page, (app_id, last, REBUILD_BATCH)).fetchall()]
 
     for chunks in lexical_postings.analysed_pages(rows_after, languages=languages):
         d.set_lengths(cur, [(i, len(t)) for i, t, _ in chunks])
-        if languages:
+        if languages == "detect":
             set_languages(d, cur, [(i, language) for i, _, language in chunks])
         lexical_postings.add(blocks, [(i, t) for i, t, _ in chunks])
         count += len(chunks)
@@ -91,7 +97,28 @@ def restem(d: Dialect, cur: Cursor) -> None:
     for n, (app_id,) in enumerate(apps):
         if n == 0:
             log.warning(lexical_postings.RESTEM_NOTICE)
-        rebuild(d, cur, int(app_id), languages=False)  # the language column comes in a later migration
+        rebuild(d, cur, int(app_id), languages="english")  # the language column comes in a later migration
+        cur.execute(d.sql("UPDATE apps SET generation = generation + 1 WHERE id = ?"), (app_id,))
+
+
+def reanalyse_changed(d: Dialect, cur: Cursor, version: int) -> None:
+    """Every app whose index is of the version before ``version``: re-analysed from its stored
+    chunk text, each chunk in its recorded language, when it holds a chunk in a language that
+    version changed (``lexical.analyze.CHANGED_LANGUAGES``); marked current otherwise, its terms
+    being the same. Apps of other versions are left to ``diarist reindex`` as before."""
+    changed = CHANGED_LANGUAGES[version]
+    marks = ", ".join("?" * len(changed))
+    holds_changed = d.sql(f"SELECT 1 FROM chunks WHERE app_id = ? AND {d.in_lexical} AND language IN ({marks}) LIMIT 1")
+    apps = cur.execute(d.sql("SELECT app_id FROM lex_stats WHERE version = ? ORDER BY app_id"), (version - 1,)).fetchall()
+    noticed = False
+    for (app_id,) in apps:
+        if cur.execute(holds_changed, (app_id, *changed)).fetchone() is None:
+            cur.execute(d.sql("UPDATE lex_stats SET version = ? WHERE app_id = ?"), (version, app_id))
+            continue
+        if not noticed:
+            log.warning(lexical_postings.REANALYSE_NOTICE)
+            noticed = True
+        rebuild(d, cur, int(app_id), languages="recorded")
         cur.execute(d.sql("UPDATE apps SET generation = generation + 1 WHERE id = ?"), (app_id,))
 
 

@@ -32,6 +32,12 @@ def _restem_postings(conn: sqlite3.Connection) -> None:
     sql_postings.restem(DIALECT, conn.cursor())
 
 
+def _reanalyse_arabic_russian(conn: sqlite3.Connection) -> None:
+    """13: lexical version 4 (Arabic clitics, Russian interrogatives): a version-3 index is
+    re-analysed where its app holds Arabic or Russian chunks, marked current elsewhere."""
+    sql_postings.reanalyse_changed(DIALECT, conn.cursor(), 4)
+
+
 def _record_languages(conn: sqlite3.Connection) -> None:
     """The language each chunk's terms were analysed in (ISO 639-1, ``diarist.lexical.language``).
     NULL: stored before languages were recorded, so analysed as English; ``diarist reindex``
@@ -208,6 +214,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     CREATE INDEX IF NOT EXISTS line_vectors_chunk ON line_vectors (chunk_id);
     CREATE INDEX IF NOT EXISTS line_vectors_digest ON line_vectors (app_id, digest);
     """,
+    # 13: Arabic and Russian analysed by lexical version 4's rules (_reanalyse_arabic_russian).
+    _reanalyse_arabic_russian,
 ]
 
 
