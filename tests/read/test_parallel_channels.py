@@ -164,9 +164,9 @@ def test_without_worker_threads_the_lexical_half_runs_inline(mem, monkeypatch):
 
 
 def test_a_slow_model_embeds_while_a_worker_ranks_bm25(mem, monkeypatch):
-    """Where the embedder took a while on each of its last two questions (a model ran), the
-    lexical half is ranked in a worker thread while it embeds the next (its terms analysed
-    there too); the hits are the deferred ranking's. One slow question does not switch it."""
+    """Where embedding each of the last two questions kept the caller's thread busy (a model
+    ran), the lexical half is ranked in a worker thread while the next is embedded (its terms
+    analysed there too); the hits are the deferred ranking's. One slow question does not switch it."""
     import time
 
     from diarist.read import search
@@ -179,8 +179,10 @@ def test_a_slow_model_embeds_while_a_worker_ranks_bm25(mem, monkeypatch):
     slow = [True]
 
     def embed_query(texts):
-        if slow[0]:
-            time.sleep(2 * search.OVERLAP_EMBEDDING_S)
+        if slow[0]:  # the caller's thread busy, as a model keeps it (waiting would not count)
+            until = time.thread_time() + 2 * search.OVERLAP_EMBEDDING_S
+            while time.thread_time() < until:
+                pass
         return real_embed(texts)
 
     monkeypatch.setattr(mem.embedder, "embed_query", embed_query)

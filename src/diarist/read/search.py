@@ -251,13 +251,14 @@ class Search:
 Stage = Callable[[Search], None]
 
 
-#: Where the embedder took at least this long on each of its last two questions (a model ran:
-#: ~4 ms for MiniLM), the lexical half is ranked in a worker thread while the model embeds the
-#: question: the model runs outside the GIL, and the handoff (~0.1 ms) is small beside it. A
-#: cheaper embedding (a looked-up or hashed vector) leaves it deferred to fusion, where a worker
-#: only cost time; two questions, so that one preempted lookup does not switch it.
+#: Where embedding each of the last two questions took at least this much of the caller's
+#: thread's CPU time (a model ran: ~2-4 ms for MiniLM), the lexical half is ranked in a worker
+#: thread while the model embeds the question: the model runs outside the GIL, and the handoff
+#: (~0.1 ms) is small beside it. A cheaper embedding (a looked-up or hashed vector) leaves it
+#: deferred to fusion, where a worker only cost time. CPU time, not the clock: on a busy machine
+#: a lookup can wait for a core for milliseconds and is no model for that.
 OVERLAP_EMBEDDING_S = 0.001
-#: The last two query embeddings' seconds, per model id (the same model costs the same).
+#: The last two query embeddings' CPU seconds in the caller's thread, per model id.
 _embedding_s: dict[str, tuple[float, float]] = {}
 
 
@@ -277,9 +278,9 @@ def read_channels(search: Search) -> None:
         search.lexical_job = channels.lexical.submit(search.app, lambda: question.terms, search.depth, settings.k1,
                                                      settings.b, allowed=channels.allowed)
     try:
-        start = time.perf_counter()
+        start = time.thread_time()
         query_vectors = channels.embedder.embed_query(question.texts)
-        _embedding_s[model] = (last_two[1], time.perf_counter() - start)
+        _embedding_s[model] = (last_two[1], time.thread_time() - start)
         search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
         if settings.lexical and not overlap:
             search.lexical_job = channels.lexical.defer(search.app, question.terms, search.depth, settings.k1,
