@@ -30,6 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import settings
+from ..lexical.language import detect
+from ..lexical.weights import lexical_weight
 from ..ranking import Ranking
 
 RRF_K = 60
@@ -80,6 +83,18 @@ def lean_on_meaning(dense_weight: float, lexical: Sequence[tuple[int, float]], l
     if not 0.0 < dense_weight < 1.0 or not lexical:
         return dense_weight
     return lean.weight(best_score(lexical), dense_weight)
+
+
+def question_dense_weight(dense_weight: float, model_id: str, question: str, lexical: Sequence[tuple[int, float]],
+                          lean: Lean | None = None) -> float:
+    """The dense weight for one question, in two steps: a question not in English, under a model
+    ``lexical.weights`` lists, gets its language's share (only from the shipped default weight: a
+    weight the caller chose is kept); then the lean on meaning (``lean_on_meaning``)."""
+    if dense_weight == settings.FUSION_DENSE_WEIGHT:
+        share = lexical_weight(model_id, detect(question))
+        if share is not None:
+            dense_weight = 1.0 - share
+    return lean_on_meaning(dense_weight, lexical, lean)
 
 
 def _ranks(rankings: Mapping[str, Sequence[int]]) -> dict[int, dict[str, int | None]]:

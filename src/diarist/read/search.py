@@ -27,7 +27,6 @@ from ..embed.base import Embedder
 from ..errors import ConfigError
 from ..lexical import LexicalChannel, detect
 from ..lexical.bm25 import Deferred
-from ..lexical.weights import by_language
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
@@ -36,7 +35,7 @@ from ..vectors import DenseIndex, ExactDenseIndex
 from .budget import budget_stage, cut_stage, trim_stage
 from .explain import explain_hit
 from .floor import HELD_WHOLE_DEPTH, Floor, holds_every_term, verdict
-from .fusion import FUSIONS, Fused, convex_ranking, lean_on_meaning, rrf
+from .fusion import FUSIONS, Fused, convex_ranking, question_dense_weight, rrf
 from .group import group_by_item
 from .question import Question
 from .trace import STAGE_NAMES, Dropped, StageRecord, Trace
@@ -356,9 +355,7 @@ def fuse(search: Search) -> None:
         search.order = "dense"
         search.trace.record("fusion", len(search.chosen), len(dense) - len(search.chosen), "dense ranking only")
         return
-    weighted = by_language(search.settings, search.channels.embedder.model_id, search.question.text)
-    search.chosen = _fuse(dense, search.lexical_ranking, weighted, search.depth, limit,
-                          _lexical_scale(search) if search.settings.fusion == "convex" else None)
+    search.chosen = _fuse(search, dense, search.lexical_ranking, limit)
     search.order = "fused"
     search.trace.record("fusion", len(search.chosen), 0,
                         f"{search.settings.fusion} fusion of {len(dense)} dense and {len(search.lexical_ranking)} "
@@ -465,13 +462,16 @@ def _abandon(job: Future | Deferred | None) -> None:
         job.add_done_callback(lambda done: done.exception())
 
 
-def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
-          depth: int, pool: int | None, lexical_scale: list[float] | None = None) -> Fused:
+def _fuse(search: Search, dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]],
+          pool: int | None) -> Fused:
     """The first ``pool`` of the fused ranking (None: all of it; convex: each entry built when read)."""
+    settings = search.settings
     if settings.fusion == "rrf":
         return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    weight = lean_on_meaning(settings.dense_weight, lexical_ranking)  # a question naming no rare word leans on meaning
-    return convex_ranking(dense, lexical_ranking, weight, depth, limit=pool, lexical_scale=lexical_scale)
+    # The question's language and, where it names no rare word, its lean on meaning (diarist.read.fusion).
+    weight = question_dense_weight(settings.dense_weight, search.channels.embedder.model_id, search.question.text,
+                                   lexical_ranking)
+    return convex_ranking(dense, lexical_ranking, weight, search.depth, limit=pool, lexical_scale=_lexical_scale(search))
 
 
 def _lexical_scale(search: Search) -> list[float] | None:
