@@ -59,21 +59,21 @@ DATA = {"locomo": "../shared/data/locomo_dev.json.gz", "longmemeval": "../shared
 def leaning(weight: float) -> Iterator[list[float]]:
     """Every question leans to ``weight`` (the rule forced on); yields the best raw BM25 score of
     each fusion run meanwhile."""
-    from diarist.read import fusion, search
+    from diarist.read import fusion
 
     seen: list[float] = []
-    original_lean, original_call = fusion.LEAN, search.lean_on_meaning
+    original_lean, original_call = fusion.LEAN, fusion.lean_on_meaning
 
     def recorded(dense_weight: float, lexical: Sequence[tuple[int, float]], lean: Any = None) -> float:
         seen.append(fusion.best_score(lexical))
         return original_call(dense_weight, lexical, lean)
 
     fusion.LEAN = fusion.Lean(((math.inf, weight),))
-    search.lean_on_meaning = recorded
+    fusion.lean_on_meaning = recorded  # question_dense_weight's second step
     try:
         yield seen
     finally:
-        fusion.LEAN, search.lean_on_meaning = original_lean, original_call
+        fusion.LEAN, fusion.lean_on_meaning = original_lean, original_call
 
 
 def _best(seen: list[float]) -> float | None:

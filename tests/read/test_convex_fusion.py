@@ -202,10 +202,18 @@ def test_top_hands_over_the_pairs_and_their_arrays():
 
 
 def test_a_hit_reads_each_channel_score_at_its_rank():
+    from diarist.store.base import ChunkRow
+
+    row = ChunkRow(6, "text", "s1", None, None, ("user",), "all", 0, 0, 0)
+
+    def scores(ranks, dense, lexical):
+        return search._hit(row, 0.5, ranks, dense, lexical, "fused", "app").scores
+
     ranking = [(4, 0.8), (6, 0.5)]
-    assert search._score_at(ranking, 2, 6) == 0.5
-    assert search._score_at(ranking, None, 6) is None and search._score_at(ranking, 3, 6) is None
-    assert search._score_at([(6, 0.5), (4, 0.8)], 2, 6) == 0.5  # a rank not of this id: looked up
+    assert scores({"dense": 2, "lexical": None}, ranking, []) == {"dense": 0.5, "lexical": None}
+    assert scores({"dense": 3, "lexical": 1}, ranking, [(6, 7.0)]) == {"dense": None, "lexical": 7.0}  # past the end
+    # a rank not of this id: looked up
+    assert scores({"dense": 2, "lexical": 2}, [(6, 0.5), (4, 0.8)], [(6, 2.0), (4, 1.0)]) == {"dense": 0.5, "lexical": 2.0}
 
 
 # -- a question naming no rare word leans on meaning (issue 41) -----------------------------------
@@ -253,13 +261,13 @@ def test_memory_search_leans_only_where_the_best_bm25_is_low(memory, monkeypatch
     memory.reranker = None
     add_all(memory, make_sessions(30, seed=3), app="a")
     asked = []
-    original = search.lean_on_meaning
+    original = fusion.lean_on_meaning
 
     def spy(weight, lexical, lean=None):
         asked.append((weight, fusion.best_score(lexical), original(weight, lexical, lean)))
         return asked[-1][2]
 
-    monkeypatch.setattr(search, "lean_on_meaning", spy)
+    monkeypatch.setattr(fusion, "lean_on_meaning", spy)  # question_dense_weight's second step
     memory.search("copper falcon harbor", app="a", k=5)
     (weight, best, used), = asked
     assert weight == settings.FUSION_DENSE_WEIGHT

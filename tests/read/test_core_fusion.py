@@ -122,3 +122,12 @@ def test_memory_hits_explain_their_ranks(memory):
         assert hit.session_id and hit.date and hit.app == "a"
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert [h.chunk_id for h in hits] == [i for i, _, _ in rrf({"dense": dense, "lexical": lexical})[:10]]
+
+
+def test_one_ranking_fuses_to_its_own_order_each_item_at_its_first_place():
+    """The one-ranking shortcut (the evidence second stage's usual call) gives what the sum over
+    channels gives: 1 / (k + first rank), best first, a repeated item once at its first place."""
+    fused = rrf({"fused": [5, 2, 5, 9, 2, 7]}, k=3)
+    assert fused == [(5, 1 / 4, {"fused": 1}), (2, 1 / 5, {"fused": 2}), (9, 1 / 7, {"fused": 4}),
+                     (7, 1 / 9, {"fused": 6})]
+    assert rrf({"fused": []}) == []

@@ -27,6 +27,15 @@ def mem(db_path):
     memory.close()
 
 
+@pytest.fixture(autouse=True)
+def no_embedding_history(monkeypatch):
+    """No question embedded yet: the lexical half is deferred (a loaded machine's slow lookups
+    in earlier tests would otherwise send it to a worker: ``read_channels``)."""
+    from diarist.read import search
+
+    monkeypatch.setattr(search, "_embedding_s", {})
+
+
 class ThreadedLexical:
     """The lexical channel whose deferred ranking is its worker thread's (``submit``): the same
     job shape (result, cancel, add_done_callback), run beside the dense channel."""
@@ -152,3 +161,40 @@ def test_without_worker_threads_the_lexical_half_runs_inline(mem, monkeypatch):
     threaded = ThreadedLexical(mem.lexical)
     worker = Channels(mem.store, mem.dense, threaded, mem.embedder)
     assert _keys(run_search(worker, "a", "copper falcon", 5, mem.settings)) == want and threaded.submitted == 1
+
+
+def test_a_slow_model_embeds_while_a_worker_ranks_bm25(mem, monkeypatch):
+    """Where embedding each of the last two questions kept the caller's thread busy (a model
+    ran), the lexical half is ranked in a worker thread while the next is embedded (its terms
+    analysed there too); the hits are the deferred ranking's. One slow question does not switch it."""
+    import time
+
+    from diarist.read import search
+
+    want = {q: _keys(mem.search(q, app="a", k=10)) for q in QUERIES}
+    search._embedding_s.clear()
+    ran_in = []
+    real_search, real_embed = mem.lexical.search, mem.embedder.embed_query
+    monkeypatch.setattr(mem.lexical, "search", lambda *a, **k: ran_in.append(threading.get_ident()) or real_search(*a, **k))
+    slow = [True]
+
+    def embed_query(texts):
+        if slow[0]:  # the caller's thread busy, as a model keeps it (waiting would not count)
+            until = time.thread_time() + 2 * search.OVERLAP_EMBEDDING_S
+            while time.thread_time() < until:
+                pass
+        return real_embed(texts)
+
+    monkeypatch.setattr(mem.embedder, "embed_query", embed_query)
+    got = {q: _keys(mem.search(q, app="a", k=10)) for q in QUERIES}  # two slow ones, then in a worker
+    assert got == want
+    here = threading.get_ident()
+    assert ran_in[:2] == [here, here] and all(thread != here for thread in ran_in[2:])
+    trace = mem.search("copper falcon", app="a", k=5).trace
+    assert "ranked while the question was embedded" in trace[0].note
+    slow[0] = False
+    ran_in.clear()
+    for query in QUERIES[:2]:  # one quick embedding: still the worker; two: the caller's thread
+        mem.search(query, app="a", k=10)
+    mem.search(QUERIES[2], app="a", k=10)
+    assert ran_in[0] != here and ran_in[1:] == [here, here]

@@ -288,17 +288,20 @@ class LexicalChannel:
             return None
         return status_reason(read.stats, len(self._doc_lengths(app, read.version).ids))
 
-    def submit(self, app: str, terms: Sequence[str], depth: int, k1: float = K1, b: float = B,
-               allowed: np.ndarray | None = None) -> Future:
-        """``search`` in a worker thread, so that the dense channel runs meanwhile: both spend
-        their time outside the GIL (SQLite, numpy, usearch), and a query takes about the
-        longer of the two channels instead of their sum."""
+    def submit(self, app: str, terms: Sequence[str] | Callable[[], Sequence[str]], depth: int, k1: float = K1,
+               b: float = B, allowed: np.ndarray | None = None) -> Future:
+        """``search`` in a worker thread, so that the caller's thread does other work meanwhile
+        (the read path: the model embedding the question, outside the GIL). ``terms`` may be a
+        function giving them: the question's analysis then runs in the worker too."""
+        def rank() -> list[tuple[int, float]]:
+            return self.search(app, terms() if callable(terms) else terms, depth, k1, b, allowed)
+
         try:
-            return _workers().submit(self.search, app, terms, depth, k1, b, allowed)
+            return _workers().submit(rank)
         except RuntimeError:  # no new threads (the interpreter is shutting down): answer inline
             done: Future = Future()
             try:
-                done.set_result(self.search(app, terms, depth, k1, b, allowed))
+                done.set_result(rank())
             except Exception as exc:  # noqa: BLE001 - handed to the caller, as the pool would
                 done.set_exception(exc)
             return done

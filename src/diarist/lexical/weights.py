@@ -4,8 +4,9 @@ The default model (all-MiniLM-L6-v2) was trained on English: on a question in an
 its cosine separates paragraphs less well, and the per-language BM25 channel deserves more of
 the fused score than the 0.25 (``1 - settings.FUSION_DENSE_WEIGHT``) fitted on English sets.
 ``LEXICAL_WEIGHT`` gives that share per question language (``lexical.detect``; ``"*"``: any other
-language but English). An English question, a model not listed, or a dense weight the caller
-chose (any but the default) is left exactly as it was.
+language but English), applied by ``diarist.read.fusion.question_dense_weight``. An English
+question, a model not listed, or a dense weight the caller chose (any but the default) is left
+exactly as it was.
 
 Fitted on XQuAD's development languages (de, es, ru, zh, ar, hi), same-language, leave one
 language out: each language's value is the one that maximises mean R@1 over the other five, so
@@ -15,11 +16,7 @@ every listed value is out of sample for its own language; ``"*"`` is the value c
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TypeVar
-
-from .. import settings
-from .language import ENGLISH, detect
+from .language import ENGLISH
 
 #: Embedding model id prefix -> question language -> the lexical channel's share (1 - dense weight).
 LEXICAL_WEIGHT: dict[str, dict[str, float]] = {
@@ -28,8 +25,6 @@ LEXICAL_WEIGHT: dict[str, dict[str, float]] = {
     # zh 0.908 -> 0.918, ar 0.868 -> 0.884, hi 0.898 -> 0.911.
     "all-MiniLM-L6-v2": {"de": 0.45, "es": 0.45, "ru": 0.45, "zh": 0.45, "ar": 0.45, "hi": 0.45, "*": 0.45},
 }
-
-S = TypeVar("S")
 
 
 def lexical_weight(model_id: str, language: str) -> float | None:
@@ -40,12 +35,3 @@ def lexical_weight(model_id: str, language: str) -> float | None:
     if not table:
         return None
     return table.get(language, table.get("*"))
-
-
-def by_language(search_settings: S, model_id: str, question: str) -> S:
-    """``search_settings`` with the dense weight for the question's language (the same object
-    when nothing changes: an English question, another model, or a dense weight chosen by the caller)."""
-    if getattr(search_settings, "dense_weight") != settings.FUSION_DENSE_WEIGHT:
-        return search_settings
-    weight = lexical_weight(model_id, detect(question))
-    return search_settings if weight is None else replace(search_settings, dense_weight=1.0 - weight)  # type: ignore[type-var]

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import settings
+from ..lexical.language import detect
+from ..lexical.weights import lexical_weight
 from ..ranking import Ranking
 
 RRF_K = 60
@@ -82,12 +85,16 @@ def lean_on_meaning(dense_weight: float, lexical: Sequence[tuple[int, float]], l
     return lean.weight(best_score(lexical), dense_weight)
 
 
-def _order(scores: dict[int, float], ranks: dict[int, dict[str, int | None]]) -> Fused:
-    """Best first; ties by the best single-channel rank, then by id (deterministic)."""
-    return sorted(
-        ((item, scores[item], ranks[item]) for item in scores),
-        key=lambda t: (-t[1], min(r for r in t[2].values() if r is not None), t[0]),
-    )
+def question_dense_weight(dense_weight: float, model_id: str, question: str, lexical: Sequence[tuple[int, float]],
+                          lean: Lean | None = None) -> float:
+    """The dense weight for one question, in two steps: a question not in English, under a model
+    ``lexical.weights`` lists, gets its language's share (only from the shipped default weight: a
+    weight the caller chose is kept); then the lean on meaning (``lean_on_meaning``)."""
+    if dense_weight == settings.FUSION_DENSE_WEIGHT:
+        share = lexical_weight(model_id, detect(question))
+        if share is not None:
+            dense_weight = 1.0 - share
+    return lean_on_meaning(dense_weight, lexical, lean)
 
 
 def _ranks(rankings: Mapping[str, Sequence[int]]) -> dict[int, dict[str, int | None]]:
@@ -105,10 +112,26 @@ def rrf(rankings: Mapping[str, Sequence[int]], k: int = RRF_K) -> Fused:
     """Fuse ranked id lists: [(id, fused score, {channel: rank or None})], best first."""
     if k < 0:
         raise ValueError(f"RRF k must be >= 0, got {k}")
+    if len(rankings) == 1:
+        # One ranking (the evidence second stage's, for a question with no signal): its own
+        # order, each item at its first place; the score falls as the rank grows, so no sort.
+        ((channel, ids),) = rankings.items()
+        first: dict[int, int] = {}
+        for rank, item in enumerate(ids, start=1):
+            first.setdefault(item, rank)
+        return [(item, 1.0 / (k + rank), {channel: rank}) for item, rank in first.items()]
     ranks = _ranks(rankings)
-    scores = {item: sum(1.0 / (k + r) for r in item_ranks.values() if r is not None)
-              for item, item_ranks in ranks.items()}
-    return _order(scores, ranks)
+    keyed = []
+    for item, item_ranks in ranks.items():
+        score, best = 0, None
+        for r in item_ranks.values():
+            if r is not None:
+                score += 1.0 / (k + r)
+                if best is None or r < best:
+                    best = r
+        keyed.append((-score, best, item, item_ranks))
+    keyed.sort()  # best first; ties by the best single-channel rank, then by id (ids are distinct)
+    return [(item, -negated, item_ranks) for negated, _, item, item_ranks in keyed]
 
 
 def normalise_dense(scored: Sequence[tuple[int, float]]) -> dict[int, float]:

@@ -27,7 +27,6 @@ from ..embed.base import Embedder
 from ..errors import ConfigError
 from ..lexical import LexicalChannel, detect
 from ..lexical.bm25 import Deferred
-from ..lexical.weights import by_language
 from ..registry import Entries
 from ..store.base import ChunkRow, LexicalUnavailable, Store
 from ..types import Hit
@@ -36,7 +35,7 @@ from ..vectors import DenseIndex, ExactDenseIndex
 from .budget import budget_stage, cut_stage, trim_stage
 from .explain import explain_hit
 from .floor import HELD_WHOLE_DEPTH, Floor, holds_every_term, verdict
-from .fusion import FUSIONS, Fused, convex_ranking, lean_on_meaning, rrf
+from .fusion import FUSIONS, Fused, convex_ranking, question_dense_weight, rrf
 from .group import group_by_item
 from .question import Question
 from .trace import STAGE_NAMES, Dropped, StageRecord, Trace
@@ -251,18 +250,40 @@ class Search:
 Stage = Callable[[Search], None]
 
 
+#: Where embedding each of the last two questions took at least this much of the caller's
+#: thread's CPU time (a model ran: ~2-4 ms for MiniLM), the lexical half is ranked in a worker
+#: thread while the model embeds the question: the model runs outside the GIL, and the handoff
+#: (~0.1 ms) is small beside it. A cheaper embedding (a looked-up or hashed vector) leaves it
+#: deferred to fusion, where a worker only cost time. CPU time, not the clock: on a busy machine
+#: a lookup can wait for a core for milliseconds and is no model for that.
+OVERLAP_EMBEDDING_S = 0.001
+#: The last two query embeddings' CPU seconds in the caller's thread, per model id.
+_embedding_s: dict[str, tuple[float, float]] = {}
+
+
 def read_channels(search: Search) -> None:
-    """Both channels rank the question, in the caller's thread: the dense one now, the lexical
-    one when fusion (or the floor) first reads it (``LexicalChannel.defer``). A worker thread for
-    the lexical half cost more than it saved on a busy machine: it waited for the GIL behind
-    the dense channel's Python (benchmarks/results/speed46)."""
+    """Both channels rank the question: the dense one now, in the caller's thread; the lexical
+    one when fusion (or the floor) first reads it (``LexicalChannel.defer``), or, where the
+    model takes a while to embed the question, in a worker thread meanwhile
+    (``LexicalChannel.submit``). A worker thread beside the dense scan cost more than it saved
+    on a busy machine: it waited for the GIL behind the dense channel's Python
+    (benchmarks/results/speed46)."""
     channels, question, settings = search.channels, search.question, search.settings
-    query_vectors = channels.embedder.embed_query(question.texts)
-    search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
-    if settings.lexical:
-        search.lexical_job = channels.lexical.defer(search.app, question.terms, search.depth, settings.k1,
-                                                    settings.b, allowed=channels.allowed)
+    model = channels.embedder.model_id
+    last_two = _embedding_s.get(model, (0.0, 0.0))
+    overlap = settings.lexical and min(last_two) >= OVERLAP_EMBEDDING_S
+    if overlap:
+        # The question's terms are analysed in the worker too (its language detected: ~0.2 ms).
+        search.lexical_job = channels.lexical.submit(search.app, lambda: question.terms, search.depth, settings.k1,
+                                                     settings.b, allowed=channels.allowed)
     try:
+        start = time.thread_time()
+        query_vectors = channels.embedder.embed_query(question.texts)
+        _embedding_s[model] = (last_two[1], time.thread_time() - start)
+        search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
+        if settings.lexical and not overlap:
+            search.lexical_job = channels.lexical.defer(search.app, question.terms, search.depth, settings.k1,
+                                                        settings.b, allowed=channels.allowed)
         if channels.allowed is None:
             search.dense = channels.dense.search(search.app, query_vectors, search.depth)
         else:
@@ -273,7 +294,8 @@ def read_channels(search: Search) -> None:
         _abandon(search.lexical_job)
         raise
     search.best_cosine = search.dense[0][1] if search.dense else None
-    lexical_note = "the lexical channel ranks at fusion" if settings.lexical else "the lexical channel is off"
+    lexical_note = ("the lexical channel ranked while the question was embedded" if overlap else
+                    "the lexical channel ranks at fusion" if settings.lexical else "the lexical channel is off")
     search.trace.record("channels", len(search.dense), 0, f"{len(search.dense)} ranked by vectors; {lexical_note}")
 
 
@@ -333,9 +355,7 @@ def fuse(search: Search) -> None:
         search.order = "dense"
         search.trace.record("fusion", len(search.chosen), len(dense) - len(search.chosen), "dense ranking only")
         return
-    weighted = by_language(search.settings, search.channels.embedder.model_id, search.question.text)
-    search.chosen = _fuse(dense, search.lexical_ranking, weighted, search.depth, limit,
-                          _lexical_scale(search) if search.settings.fusion == "convex" else None)
+    search.chosen = _fuse(search, dense, search.lexical_ranking, limit)
     search.order = "fused"
     search.trace.record("fusion", len(search.chosen), 0,
                         f"{search.settings.fusion} fusion of {len(dense)} dense and {len(search.lexical_ranking)} "
@@ -442,13 +462,16 @@ def _abandon(job: Future | Deferred | None) -> None:
         job.add_done_callback(lambda done: done.exception())
 
 
-def _fuse(dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]], settings: SearchSettings,
-          depth: int, pool: int | None, lexical_scale: list[float] | None = None) -> Fused:
+def _fuse(search: Search, dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]],
+          pool: int | None) -> Fused:
     """The first ``pool`` of the fused ranking (None: all of it; convex: each entry built when read)."""
+    settings = search.settings
     if settings.fusion == "rrf":
         return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    weight = lean_on_meaning(settings.dense_weight, lexical_ranking)  # a question naming no rare word leans on meaning
-    return convex_ranking(dense, lexical_ranking, weight, depth, limit=pool, lexical_scale=lexical_scale)
+    # The question's language and, where it names no rare word, its lean on meaning (diarist.read.fusion).
+    weight = question_dense_weight(settings.dense_weight, search.channels.embedder.model_id, search.question.text,
+                                   lexical_ranking)
+    return convex_ranking(dense, lexical_ranking, weight, search.depth, limit=pool, lexical_scale=_lexical_scale(search))
 
 
 def _lexical_scale(search: Search) -> list[float] | None:
@@ -474,21 +497,22 @@ def _hit(
     app: str,
 ) -> Hit:
     cid = row.chunk_id
+    # Each channel's score read at the chunk's rank there (no lookup table of the whole ranking
+    # for the k hits), in line: a search builds one hit a row read, up to ~300.
+    dense_score = lexical_score = None
+    if (rank := ranks.get("dense")) is not None and 0 < rank <= len(dense):
+        item, dense_score = dense[rank - 1]
+        if item != cid:  # ranks always index the list itself
+            dense_score = dict(dense).get(cid)
+    if (rank := ranks.get("lexical")) is not None and 0 < rank <= len(lexical_ranking):
+        item, lexical_score = lexical_ranking[rank - 1]
+        if item != cid:
+            lexical_score = dict(lexical_ranking).get(cid)
     # Positional, in Hit's field order (tests/read/test_search_fetch.py holds it to the keyword
-    # form): a search builds one a row read, up to ~300, and keywords cost ~0.5 us more each.
+    # form): keywords cost ~0.5 us more a hit.
     return Hit(cid, row.text, score, row.session_id, row.fact_id, row.date, row.roles, row.view, ranks,
-               {"dense": _score_at(dense, ranks.get("dense"), cid),
-                "lexical": _score_at(lexical_ranking, ranks.get("lexical"), cid)},
-               stage, app, row.first_turn, row.last_turn, dict(row.metadata))
-
-
-def _score_at(ranking: list[tuple[int, float]], rank: int | None, cid: int) -> float | None:
-    """The chunk's score in a channel's ranking, read at its rank there (no lookup table of the
-    whole ranking for the k hits); None when the channel did not rank it."""
-    if rank is None or not 0 < rank <= len(ranking):
-        return None
-    item, score = ranking[rank - 1]
-    return score if item == cid else dict(ranking).get(cid)  # ranks always index the list itself
+               {"dense": dense_score, "lexical": lexical_score}, stage, app, row.first_turn, row.last_turn,
+               dict(row.metadata))
 
 
 def _merge_duplicates(hits: list[Hit]) -> list[Hit]:
