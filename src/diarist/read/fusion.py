@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import settings
 from ..lexical.language import detect
 from ..lexical.weights import lexical_weight
 from ..ranking import Ranking
@@ -86,11 +85,12 @@ def lean_on_meaning(dense_weight: float, lexical: Sequence[tuple[int, float]], l
 
 
 def question_dense_weight(dense_weight: float, model_id: str, question: str, lexical: Sequence[tuple[int, float]],
-                          lean: Lean | None = None) -> float:
+                          lean: Lean | None = None, *, by_language: bool = True) -> float:
     """The dense weight for one question, in two steps: a question not in English, under a model
-    ``lexical.weights`` lists, gets its language's share (only from the shipped default weight: a
-    weight the caller chose is kept); then the lean on meaning (``lean_on_meaning``)."""
-    if dense_weight == settings.FUSION_DENSE_WEIGHT:
+    ``lexical.weights`` lists, gets its language's share, unless ``by_language`` is False (the
+    caller chose the weight: only the shipped default takes the share; the caller knows which,
+    as ``settings`` imports this module); then the lean on meaning (``lean_on_meaning``)."""
+    if by_language:
         share = lexical_weight(model_id, detect(question))
         if share is not None:
             dense_weight = 1.0 - share

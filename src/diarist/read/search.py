@@ -465,12 +465,13 @@ def _abandon(job: Future | Deferred | None) -> None:
 def _fuse(search: Search, dense: list[tuple[int, float]], lexical_ranking: list[tuple[int, float]],
           pool: int | None) -> Fused:
     """The first ``pool`` of the fused ranking (None: all of it; convex: each entry built when read)."""
-    settings = search.settings
-    if settings.fusion == "rrf":
-        return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, settings.rrf_k)[:pool]
-    # The question's language and, where it names no rare word, its lean on meaning (diarist.read.fusion).
-    weight = question_dense_weight(settings.dense_weight, search.channels.embedder.model_id, search.question.text,
-                                   lexical_ranking)
+    chosen = search.settings
+    if chosen.fusion == "rrf":
+        return rrf({"dense": [c for c, _ in dense], "lexical": [c for c, _ in lexical_ranking]}, chosen.rrf_k)[:pool]
+    # The question's language (for the shipped weight only) and, where it names no rare word, its
+    # lean on meaning (diarist.read.fusion).
+    weight = question_dense_weight(chosen.dense_weight, search.channels.embedder.model_id, search.question.text,
+                                   lexical_ranking, by_language=chosen.dense_weight == settings.FUSION_DENSE_WEIGHT)
     return convex_ranking(dense, lexical_ranking, weight, search.depth, limit=pool, lexical_scale=_lexical_scale(search))
 
 
