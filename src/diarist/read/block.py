@@ -63,6 +63,12 @@ SHORT_BEFORE_LONG = True
 FOLLOWED_STAYS_NEWEST = True
 #: A memory as the stages name it: (session id, fact id).
 Key = tuple[str | None, str | None]
+
+
+def memory_key(hit: Hit) -> Key:
+    """The memory a hit belongs to, as the read stages name it (``Key``)."""
+    return hit.session_id, hit.fact_id
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -226,7 +232,7 @@ def same_subject(chosen: Sequence[tuple[Hit, str, int]], terms: set[str], vector
 
 def followed_pairs(chosen: Sequence[tuple[Hit, str, int]], followed: Mapping[Key, Key]) -> set[tuple[int, int]]:
     """The pairs (i, j), i < j, of entries one of which the cut brought in for the other."""
-    place = {(hit.session_id, hit.fact_id): i for i, (hit, _, _) in enumerate(chosen)}
+    place = {memory_key(hit): i for i, (hit, _, _) in enumerate(chosen)}
     pairs = {(place[a], place[b]) for a, b in followed.items() if a in place and b in place and a != b}
     return {(min(i, j), max(i, j)) for i, j in pairs}
 

@@ -32,7 +32,7 @@ from .. import settings
 from ..errors import InvalidInput
 from ..types import Hit
 from ..write.validate import shown
-from .block import FOOTER, HEADER, ORDERS, ContextBlock, Key, LineVectorsOf, format_snippet, layout
+from .block import FOOTER, HEADER, ORDERS, ContextBlock, Key, LineVectorsOf, format_snippet, layout, memory_key
 from .follow import follow_forward
 from .cut import CutParams, cut_memories
 from .group import PASSAGE_GAP
@@ -133,7 +133,7 @@ class Draft:
     def places_by_meaning(self, hits: Sequence[Hit]) -> list[int]:
         """Where the memories best by meaning are among ``hits``, in order."""
         wanted = set(self.by_meaning)
-        return [place for place, hit in enumerate(hits) if _key(hit) in wanted]
+        return [place for place, hit in enumerate(hits) if memory_key(hit) in wanted]
 
     def current(self, search: BlockRead) -> list[Hit]:
         """The memories the block's stages have passed on so far (none ran: the first k ranked)."""
@@ -168,8 +168,8 @@ def cut_stage(search: BlockRead) -> None:
                                             keep={place for place, hit in enumerate(ranked) if any(hit is c for c in closest)})
     if draft is not None:
         draft.begin(search)
-        draft.by_meaning = [_key(hit) for hit in closest]
-        draft.pointers = [_key(hit) for hit in rescued]
+        draft.by_meaning = [memory_key(hit) for hit in closest]
+        draft.pointers = [memory_key(hit) for hit in rescued]
         draft.hits = score_cut(search.hits[: search.k], draft, search.trace, search.comparable)
         if draft.line_vectors is not None and draft.options.line_cosines is not None:  # as the marks by meaning
             follow_stage(search, draft, ranked)
@@ -183,7 +183,7 @@ def follow_stage(search: BlockRead, draft: Draft, ranked: Sequence[Hit]) -> None
     followed = follow_forward(draft.hits or [], ranked, draft.line_vectors)
     if not followed.pairs:
         return
-    held = {_key(hit) for hit in draft.hits or []}
+    held = {memory_key(hit) for hit in draft.hits or []}
     brought = [key for key in followed.pairs.values() if key not in held]
     draft.hits, draft.followed = followed.hits, dict(followed.pairs)
     draft.by_meaning += [key for key in followed.pairs.values() if key not in draft.by_meaning]
@@ -205,13 +205,13 @@ def trim_stage(search: BlockRead) -> None:
     pointers = set(draft.pointers)
     draft.hits, ranked = trim_block(hits, options.trim, draft.terms, options.line_cosines, search.trace,
                                     keep=draft.places_by_meaning(hits),
-                                    pointers=[place for place, hit in enumerate(hits) if _key(hit) in pointers])
+                                    pointers=[place for place, hit in enumerate(hits) if memory_key(hit) in pointers])
     if draft.followed:  # the newer of a changed fact is a short memory: shown whole, not by a line
-        whole = {_key(hit): hit for hit in hits if _key(hit) in set(draft.followed.values())}
+        whole = {memory_key(hit): hit for hit in hits if memory_key(hit) in set(draft.followed.values())}
         for place, hit in enumerate(draft.hits):
-            if _key(hit) in whole and hit is not whole[_key(hit)]:
+            if memory_key(hit) in whole and hit is not whole[memory_key(hit)]:
                 ranked.pop(id(hit), None)
-                draft.hits[place] = whole[_key(hit)]
+                draft.hits[place] = whole[memory_key(hit)]
     draft.trimmed |= set(ranked)
     draft.shown_as.update(ranked)
 
@@ -226,10 +226,6 @@ def best_by_meaning(hits: Sequence[Hit], n: int) -> list[Hit]:
     """The ``n`` memories with the highest cosines to the question (the first of equals first)."""
     scored = [hit for hit in hits if hit.scores.get("dense") is not None]
     return sorted(scored, key=lambda hit: -hit.scores["dense"])[:n]
-
-
-def _key(hit: Hit) -> tuple[str | None, str | None]:
-    return hit.session_id, hit.fact_id
 
 
 def score_cut(hits: Sequence[Hit], draft: Draft, trace: Trace, comparable: bool = True) -> list[Hit]:
@@ -314,7 +310,7 @@ def chosen_of(fills: list[tuple[Hit, set[int]]], count: Callable[[str], int]) ->
 
 
 def _placed(fills: list[tuple[Hit, set[int]]], hit: Hit) -> bool:
-    return any(placed for shown, placed in fills if _key(shown) == _key(hit))
+    return any(placed for shown, placed in fills if memory_key(shown) == memory_key(hit))
 
 
 #: How many times the budget is filled again to make room for the marks of earlier entries

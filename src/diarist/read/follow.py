@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import Hit
-from .block import SAME_SUBJECT_MAX_LINES, Key, LineVectorsOf, is_note, sentences_of
+from .block import SAME_SUBJECT_MAX_LINES, Key, LineVectorsOf, is_note, memory_key, sentences_of
 from .trim import lines_of
 
 #: Two short memories of different days state the same subject when a sentence of each is at
@@ -38,10 +38,6 @@ FOLLOW_COSINE: float | None = 0.42
 FOLLOW_FROM = 1
 #: How many times a memory brought in is followed on in turn (1: not; 3 lost dev changed facts to a later chat near the newer, a daughter's school near a new flat).
 FOLLOW_STEPS = 1
-
-def key_of(hit: Hit) -> Key:
-    return hit.session_id, hit.fact_id
-
 
 def is_short(hit: Hit) -> bool:
     """A stated fact: a dated memory of at most ``SAME_SUBJECT_MAX_LINES`` lines, not a note."""
@@ -74,21 +70,21 @@ def follow_forward(kept: Sequence[Hit], ranked: Sequence[Hit], vectors: LineVect
     starts = [hit for hit in hits[:depth] if is_short(hit)]
     if min_cosine is None or not starts:
         return Followed(hits, {})
-    candidates = list({key_of(hit): hit for hit in [*ranked, *hits] if is_short(hit)}.values())
+    candidates = list({memory_key(hit): hit for hit in [*ranked, *hits] if is_short(hit)}.values())
     if len(candidates) < 2:
         return Followed(hits, {})
-    sentences = {key_of(hit): sentences_of_memory(hit) for hit in candidates}
-    flat = [s for hit in candidates for s in sentences[key_of(hit)]]
+    sentences = {memory_key(hit): sentences_of_memory(hit) for hit in candidates}
+    flat = [s for hit in candidates for s in sentences[memory_key(hit)]]
     matrix = np.asarray(vectors(flat), dtype=np.float64) if flat else np.zeros((0, 0))
     rows, start = {}, 0
     for hit in candidates:
-        n = len(sentences[key_of(hit)])
-        rows[key_of(hit)], start = matrix[start:start + n], start + n
+        n = len(sentences[memory_key(hit)])
+        rows[memory_key(hit)], start = matrix[start:start + n], start + n
 
     def newest_close(older: Hit) -> Hit | None:
-        day, own = older.date[:10], rows[key_of(older)]
-        later = [c for c in candidates if c.date[:10] > day and len(own) and len(rows[key_of(c)])
-                 and float(np.max(own @ rows[key_of(c)].T)) >= min_cosine]
+        day, own = older.date[:10], rows[memory_key(older)]
+        later = [c for c in candidates if c.date[:10] > day and len(own) and len(rows[memory_key(c)])
+                 and float(np.max(own @ rows[memory_key(c)].T)) >= min_cosine]
         return max(later, key=lambda c: (c.date, c.session_id or "", c.fact_id or "")) if later else None
 
     pairs: dict[Key, Key] = {}
@@ -98,7 +94,7 @@ def follow_forward(kept: Sequence[Hit], ranked: Sequence[Hit], vectors: LineVect
             newer = newest_close(older)
             if newer is None:
                 break
-            pairs[key_of(older)] = key_of(newer)
+            pairs[memory_key(older)] = memory_key(newer)
             hits = _place_above(hits, newer, older)
             older = newer
     return Followed(hits, pairs)
@@ -106,10 +102,10 @@ def follow_forward(kept: Sequence[Hit], ranked: Sequence[Hit], vectors: LineVect
 
 def _place_above(hits: list[Hit], newer: Hit, older: Hit) -> list[Hit]:
     """``hits`` with ``newer`` just above ``older`` (moved up if it was lower; left where it is if higher)."""
-    keys = [key_of(hit) for hit in hits]
-    at = keys.index(key_of(older))
-    if key_of(newer) in keys:
-        place = keys.index(key_of(newer))
+    keys = [memory_key(hit) for hit in hits]
+    at = keys.index(memory_key(older))
+    if memory_key(newer) in keys:
+        place = keys.index(memory_key(newer))
         if place < at:
             return hits
         shown = hits[place]
