@@ -77,6 +77,7 @@ def test_a_pair_by_meaning_is_marked_before_a_pair_by_words(monkeypatch):
     snippets = {s.hit.session_id: s for s in layout(chosen, "date", {"live"}, set(), _vectors(table))}
     assert snippets["s1"].earlier_than == 2 and snippets["s3"].rank == 0  # numbered by date: Fort Collins is [2]
     monkeypatch.setattr(block, "MEANING_FIRST", False)  # before: the newest of either, the long chat
+    monkeypatch.setattr(block, "STATED_NOT_STALE_BY_WORDS", False)  # (a stated fact is not marked by words since)
     snippets = {s.hit.session_id: s for s in layout(chosen, "date", {"live"}, set(), _vectors(table))}
     assert snippets["s1"].earlier_than == 3 and snippets["s1"].rank == 0
 

@@ -112,3 +112,24 @@ def test_marks_that_do_not_fit_leave_no_memory_out():
         assert block.n_tokens <= budget
         marked = [s.earlier_than for s in block.snippets]
         assert marked == ([None, None, None] if budget == unmarked_cost else [3, None, None]), budget
+
+
+def test_a_stated_fact_is_not_made_stale_by_a_long_chat_sharing_a_word():
+    """Before: "The user's birthday is on 14 August" was marked earlier than a later long chat
+    about a child's birthday party, by the question's word alone (the answer marked stale in 11
+    held-out blocks of the everyday set). Two long conversations are still marked by words."""
+    from diarist.lexical import analyze
+
+    party = "\n".join(["Birthday party for a seven-year-old", "I'm organising a birthday party.", "Games?",
+                       "Musical chairs.", "Food?", "Pizza."])
+    chosen = [(_hit(1, "The user's birthday is on 14 August.", "2024-03-01", 0.9), "The user's birthday is on 14 August.", 10),
+              (_hit(2, party, "2025-04-07", 0.8), party, 10),
+              (_hit(3, party.replace("seven", "six"), "2023-04-07", 0.7), party.replace("seven", "six"), 10)]
+    far = _vectors({"The user's birthday is on 14 August.": [1, 0, 0], **{line: [0, 1, 0] for line in party.split("\n")},
+                    **{line.replace("seven", "six"): [0, 1, 0] for line in party.split("\n")}})
+    terms = set(analyze("When is my birthday?"))
+    snippets = layout(chosen, "relevance", terms, set(), far, lambda lines: [0.5 for _ in lines])
+    marks = {s.hit.session_id: s.earlier_than for s in snippets}
+    number = {s.hit.session_id: n for n, s in enumerate(snippets, 1)}
+    assert marks["s1"] is None  # the stated fact: not marked by the chat's word
+    assert marks["s3"] == number["s2"]  # the older long chat: marked earlier than the newer, by words

@@ -130,6 +130,9 @@ def question_row(q: EverydayQuestion, block: Any, hits: list[Any], query_ms: flo
     memories = list(dict.fromkeys(s.hit.id for s in snippets))  # as printed (oldest first)
     ranked = rank_order(snippets)
     marked = {s.hit.id for s in snippets if getattr(s, "earlier_than", None) is not None}
+    # Each marked entry -> the entry it is marked earlier than (the numbers are 1-based, as printed).
+    earlier_than = {s.hit.id: snippets[s.earlier_than - 1].hit.id for s in snippets
+                    if getattr(s, "earlier_than", None) is not None}
     hit_ids = list(dict.fromkeys(h.id for h in hits))[:RANK_DEPTH]
     gold = set(q.gold)
     rank = next((i + 1 for i, h in enumerate(hit_ids) if h in gold), None)
@@ -137,7 +140,7 @@ def question_row(q: EverydayQuestion, block: Any, hits: list[Any], query_ms: flo
         "id": q.qid, "haystack": q.haystack, "kind": q.kind, "group": q.group, "half": q.half, "config": config,
         "question": q.text, "gold": q.gold, "older": q.older,
         "empty": not snippets, "n_tokens": block.n_tokens, "memories": memories, "n_memories": len(memories),
-        "ranked": ranked, "marked_earlier": sorted(marked),
+        "ranked": ranked, "marked_earlier": sorted(marked), "earlier_than": earlier_than,
         "in_block": bool(gold & set(memories)) if gold else None,
         "first": bool(ranked) and ranked[0] in gold if gold else None,
         "top_hit": rank == 1 if gold else None, "rank": rank,

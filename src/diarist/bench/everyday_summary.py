@@ -13,7 +13,11 @@ The cells (issue 41's "Must show"), each over the rows of the run's half:
 - the other note questions (``front``, ``impersonal``, ``keyword``, ``bullet``): in the block, rank
   1, empty;
 - answerable questions answered with nothing: every question with a gold whose block is empty;
-- off-topic questions: the block empty.
+- off-topic questions: the block empty;
+- wrong marks (rows that record what each mark points to, ``earlier_than``): over the stated facts,
+  the answer itself marked earlier than another entry (``gold_marked``), and any mark that is no
+  older statement of the fact before its answer (``wrong``: the answer marked, or another entry
+  marked earlier than the answer).
 
 ``TARGETS`` are the issue's thresholds; the summary says which cells meet them.
 """
@@ -82,6 +86,18 @@ def changed_cells(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def mark_cells(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The marks that are wrong, over rows that record them (``earlier_than``)."""
+    def wrong(r: dict[str, Any]) -> int:
+        gold, older = set(r["gold"]), set(r["older"])
+        return sum(1 for marked, target in r["earlier_than"].items()
+                   if marked in gold or (target in gold and marked not in older))
+    gold_marked = [r for r in rows if set(r["gold"]) & set(r["earlier_than"])]
+    return {"n": len(rows), "gold_marked": _mean([float(bool(set(r["gold"]) & set(r["earlier_than"]))) for r in rows]),
+            "gold_marked_n": len(gold_marked), "wrong_n": sum(wrong(r) for r in rows),
+            "marks_n": sum(len(r["earlier_than"]) for r in rows), "gold_marked_ids": [r["id"] for r in gold_marked]}
+
+
 def offtopic_cells(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"n": len(rows), "empty": _share(rows, "empty"), "tokens_median": _median([r["n_tokens"] for r in rows]),
             "served": [r["id"] for r in rows if not r["empty"]]}
@@ -99,6 +115,8 @@ def summarise(rows: list[dict[str, Any]], dataset: str, config_name: str) -> dic
         "answerable": answer_cells(answerable),
         "offtopic": offtopic_cells([r for r in rows if r["kind"] == "offtopic"]),
     }
+    if facts and all("earlier_than" in r for r in facts):
+        sections["marks"] = mark_cells(facts)
     by_kind = {k: answer_cells([r for r in rows if r["kind"] == k])
                for k in (*FACT_KINDS, *NOTE_KINDS) if any(r["kind"] == k for r in rows)}
     by_haystack = {h: answer_cells([r for r in answerable if r["haystack"] == h])
@@ -139,6 +157,10 @@ def render_markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
               f"{_fmt(ch['newer_first'])}; the older in the block {_fmt(ch['older_in_block'])}, marked earlier when "
               f"shown {_fmt(ch['older_marked_when_shown'])}; newest first and older marked "
               f"{_fmt(ch['newer_first_older_marked'])}.",
+              *([] if "marks" not in summary else [
+                  "", f"Marks over the stated facts: {summary['marks']['marks_n']}; the answer itself marked earlier in "
+                  f"{summary['marks']['gold_marked_n']} blocks ({_fmt(summary['marks']['gold_marked'])}); marks that are "
+                  f"no older statement before the answer: {summary['marks']['wrong_n']}."]),
               "", "## Off-topic questions", "",
               f"{summary['offtopic']['n']} questions: empty block {_fmt(summary['offtopic']['empty'])}, median tokens "
               f"{_fmt(summary['offtopic']['tokens_median'])}."]
