@@ -40,8 +40,15 @@ def test_search_is_within_its_baseline_ratios_to_a_numpy_scan(tmp_path):
     assert "speed guard: every row within 1.25x" in out.stdout
 
 
+@pytest.fixture(scope="module")
+def small_workdir(tmp_path_factory):
+    """One workdir for the two tests of the guard's verdict: both measure at 2,000 chunks, and
+    read_speed.py builds a size's database once per workdir (the second test reuses the first's)."""
+    return tmp_path_factory.mktemp("guard-2000")
+
+
 @pytest.mark.slow
-def test_the_guard_fails_a_row_over_its_baseline(tmp_path):
+def test_the_guard_fails_a_row_over_its_baseline(tmp_path, small_workdir):
     """The same check against a baseline whose ratios (to both references) are a tenth of the measured: it fails."""
     baseline = json.loads(BASELINE.read_text())
     strict = baseline | {"size": 2_000, "questions": 10, "repeats": 1,
@@ -49,13 +56,13 @@ def test_the_guard_fails_a_row_over_its_baseline(tmp_path):
                             for key in ("ratio_best_pass", "ratio_to_probe_best_pass")}}
     path = tmp_path / "strict.json"
     path.write_text(json.dumps(strict))
-    out = run_check(path, tmp_path, "--retries", "0")
+    out = run_check(path, small_workdir, "--retries", "0")
     assert out.returncode == 1, out.stdout + out.stderr[-4000:]
     assert "speed guard FAILED" in out.stdout
 
 
 @pytest.mark.slow
-def test_one_reference_over_is_a_machine_not_a_regression(tmp_path):
+def test_one_reference_over_is_a_machine_not_a_regression(tmp_path, small_workdir):
     """Against a baseline whose numpy ratios are a tenth of the measured but whose probe ratios are
     the committed ones, no row is over: only both references moving is a regression."""
     baseline = json.loads(BASELINE.read_text())
@@ -66,6 +73,6 @@ def test_one_reference_over_is_a_machine_not_a_regression(tmp_path):
                                                       in baseline["ratio_to_probe_best_pass"].items()}}
     path = tmp_path / "skewed.json"
     path.write_text(json.dumps(skewed))
-    out = run_check(path, tmp_path, "--retries", "0")
+    out = run_check(path, small_workdir, "--retries", "0")
     assert out.returncode == 0, out.stdout + out.stderr[-4000:]
     assert "OVER" not in out.stderr

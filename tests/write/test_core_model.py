@@ -116,9 +116,12 @@ PROPER_NOUN_QUESTIONS = [
 @pytest.fixture(scope="module")
 def locomo_memory(tmp_path_factory, locomo, minilm):
     """Every session of the 7 LoCoMo conversations (194) in one app. View "split": every turn in
-    the lexical channel and, both speakers being users, in the dense one too."""
+    the lexical channel and, both speakers being users, in the dense one too. Without the lines'
+    vectors (store_lines=False): only the context block's trim reads them, never search, and they
+    were half the tokens it embedded (149k of 298k; the embedding is the fixture's whole cost)."""
     sessions = [s for record in locomo for s in locomo_sessions(record)]
-    mem = Memory(tmp_path_factory.mktemp("locomo") / "locomo.sqlite", embedder=minilm, plan="split")
+    mem = Memory(tmp_path_factory.mktemp("locomo") / "locomo.sqlite", embedder=minilm, plan="split",
+                 store_lines=False)
     mem.add_sessions(sessions, app="locomo")
     yield mem, sessions
     mem.close()
