@@ -435,10 +435,19 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
     kept: dict[tuple[str | None, str | None, str], Hit] = {}
     held: set[tuple[str | None, str | None]] = set()
     taken = fetched = 0
+    rows: dict[int, Any] = {}
+    reads = read_up_to = 0
     while taken < len(chosen) and (short := max(wanted - len(hits), items - len(held))) > 0:
         step = chosen[taken : taken + short]
         taken += len(step)
-        rows = store.fetch_chunks(app, [cid for cid, _, _ in step])
+        if taken > read_up_to:
+            # Each read after the first reads ahead twice as far as the step asks: an app with
+            # fewer memories than ``items`` asks for one or two more rows a step until the pool
+            # runs out (a statement a row). The steps, and so the hits, stay as they were.
+            start = taken - len(step)
+            read_up_to = start + (len(step) << min(reads, 16))
+            reads += 1
+            rows.update(store.fetch_chunks(app, [cid for cid, _, _ in chosen[start:read_up_to]]))
         for cid, score, ranks in step:
             row = rows.get(cid)
             if row is None:
