@@ -37,7 +37,7 @@ from ..base import (
     SyncedFile,
     VectorBatch,
 )
-from . import keys, lines, postings, records, synced
+from . import keys, lines, postings, records, sentences, synced
 from .dialect import Cursor, Dialect
 
 Items = Sequence[tuple[Item, Sequence[IndexedChunk]]]
@@ -355,6 +355,39 @@ class SQLStore(Store):
     def drop_line_vectors(self) -> int:
         with self._db.write() as cur:
             return int(cur.execute("DELETE FROM line_vectors").rowcount or 0)
+
+    # -- the sentences' vectors (the read path's sentences stage) ---------------------------------
+
+    keeps_sentences = True
+
+    def sentence_vectors(self, app: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        if not chunk_ids:
+            return {}
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return {} if app_id is None else sentences.lookup(self.dialect, cur, app_id, chunk_ids)
+
+    def put_sentence_vectors(self, app: str, chunks: sentences.ChunkSentences) -> int:
+        if not chunks:
+            return 0
+        with self._db.write() as cur:
+            app_id = self._app_id(cur, app)
+            return 0 if app_id is None else sentences.put(self.dialect, cur, app_id, chunks)
+
+    def drop_sentence_vectors(self) -> int:
+        with self._db.write() as cur:
+            return int(cur.execute("DELETE FROM sentence_vectors").rowcount or 0)
+
+    def sentences_indexed(self, app: str) -> bool:
+        with self._db.snapshot() as cur:
+            row = cur.execute(self.dialect.sql("SELECT sentences_indexed FROM apps WHERE name = ?"),
+                              (self.dialect.to_db(app),)).fetchone()
+        return True if row is None else bool(row[0])
+
+    def mark_sentences_indexed(self, app: str, indexed: bool = True) -> None:
+        with self._db.write() as cur:
+            cur.execute(self.dialect.sql("UPDATE apps SET sentences_indexed = ? WHERE name = ?"),
+                        (indexed, self.dialect.to_db(app)))
 
     # -- the channels' storage --------------------------------------------------------------------
 
