@@ -59,9 +59,13 @@ def sentences_to_store(kind: str, metadata: Mapping[str, Any], texts: Sequence[s
     return out
 
 
-def blended(cosine: float, sentences: np.ndarray, queries: np.ndarray, weight: float) -> float:
-    """(1 - weight) x ``cosine`` + weight x the best cosine of any sentence to any query vector."""
-    return (1.0 - weight) * cosine + weight * float(np.max(queries @ sentences.T))
+def best_sentences(found: Mapping[int, np.ndarray], queries: np.ndarray) -> dict[int, float]:
+    """Per chunk, the best cosine of any of its sentences to any query vector: one product for all."""
+    ids = list(found)
+    counts = [len(found[cid]) for cid in ids]
+    per_sentence = np.max(queries @ np.concatenate([found[cid] for cid in ids]).T, axis=0)
+    starts = np.cumsum([0, *counts[:-1]])
+    return dict(zip(ids, np.maximum.reduceat(per_sentence, starts).tolist()))
 
 
 def rescore_by_sentences(search: Any) -> None:
@@ -76,7 +80,8 @@ def rescore_by_sentences(search: Any) -> None:
         return
     queries = np.asarray(search.query_vectors, dtype=np.float32)
     queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
-    rescored = [(cid, blended(cosine, found[cid], queries, weight) if cid in found else cosine) for cid, cosine in dense]
+    best = best_sentences(found, queries)
+    rescored = [(cid, (1.0 - weight) * cosine + weight * best[cid] if cid in best else cosine) for cid, cosine in dense]
     search.dense = sorted(rescored, key=lambda pair: -pair[1])  # stable: ties keep the channel's order
     if FLOOR_READS_BLEND:
         search.best_cosine = search.dense[0][1]

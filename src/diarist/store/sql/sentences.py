@@ -26,13 +26,20 @@ def rows(app_id: int, chunks: ChunkSentences) -> list[tuple[int, int, bytes]]:
 
 
 def lookup(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
-    """Chunk id -> its sentences' vectors, one row each (chunks with none left out)."""
-    found: dict[int, list[np.ndarray]] = {}
+    """Chunk id -> its sentences' vectors, one row each (chunks with none left out): views of one
+    matrix, read from the blobs joined once (a search reads ~1,000 rows for 200 short memories)."""
+    owners: list[int] = []
+    blobs: list[bytes] = []
     for test, params in d.in_list("chunk_id", d.bigints(list(dict.fromkeys(chunk_ids))), "bigint"):
         for chunk_id, vector in cur.execute(d.sql(f"SELECT chunk_id, vector FROM sentence_vectors WHERE app_id = ? "
-                                                  f"AND {test}"), [app_id, *params]).fetchall():
-            found.setdefault(int(chunk_id), []).append(np.frombuffer(bytes(vector), dtype=np.float32))
-    return {chunk_id: np.stack(vectors) for chunk_id, vectors in found.items()}
+                                                  f"AND {test} ORDER BY chunk_id"), [app_id, *params]).fetchall():
+            owners.append(int(chunk_id))
+            blobs.append(bytes(vector))
+    if not blobs:
+        return {}
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    starts = [0] + [n for n in range(1, len(owners)) if owners[n] != owners[n - 1]] + [len(owners)]
+    return {owners[a]: matrix[a:b] for a, b in zip(starts, starts[1:])}
 
 
 def put(d: Dialect, cur: Cursor, app_id: int, chunks: ChunkSentences) -> int:
