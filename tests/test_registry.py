@@ -124,7 +124,8 @@ def test_a_plug_in_importer_ahead_of_markdown_is_detected_and_named(tmp_path, mo
 
 def test_read_stages_are_registered_and_a_plug_in_stage_runs_by_name(monkeypatch):
     monkeypatch.setattr(STAGES, "_entries", dict(STAGES._entries))
-    assert list(STAGES) == ["channels", "floor", "fusion", "fetch", "second-stage", "group", "cut", "trim", "budget"]
+    assert list(STAGES) == ["channels", "sentences", "floor", "fusion", "fetch", "second-stage", "group", "cut", "trim",
+                            "budget"]
 
     def facts_only(search):
         before = len(search.hits)

@@ -433,8 +433,14 @@ class Memory:
         """Rebuild an app's lexical index from its stored text (and its dense graph, if any),
         after re-chunking its titled items if they were stored before titles were indexed
         (``index_titles``) and storing the lines' vectors of chunks stored without them
-        (``index_lines``). Returns the chunks the lexical index holds."""
+        (``index_lines``) and the sentences' vectors of short memories stored before they were
+        kept (``index_sentences``). Returns the chunks the lexical index holds."""
         return self.writer.reindex(app)
+
+    def index_sentences(self, app: str, batch: int = 256) -> int:
+        """Store the sentences' vectors of an app's short memories stored before they were kept
+        (``Writer.index_sentences``); returns how many chunks got them."""
+        return self.writer.index_sentences(app, batch)
 
     def index_lines(self, app: str, batch: int = 256) -> int:
         """Store the lines' vectors of an app's chunks stored without them (``Writer.index_lines``);

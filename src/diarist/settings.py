@@ -35,6 +35,18 @@ FUSION_DENSE_WEIGHT = 0.75
 # cross-validation over XQuAD's development languages (benchmarks/results/xquad/agreement/,
 # docs/languages.md).
 LEXICAL_AGREEMENT = {"multilingual-e5-small": 0.1}
+# A short memory's dense score before the floor and fusion: (1 - w) x its cosine + w x its best
+# sentence's cosine (diarist.read.sentences), per embedding model (its model id's start); 0 (the
+# chunk's cosine alone) for the others. Chosen by cross-validation per model: MiniLM over the
+# everyday set's dev folds and XQuAD's languages (0 in every fold: the block's rules were fitted on
+# its chunk cosines), multilingual-e5-small leaving one XQuAD language out (benchmarks/sentences_cv.py,
+# benchmarks/sentences_joint_cv.py, docs/languages.md).
+SENTENCE_WEIGHT = {"multilingual-e5-small": 0.5}
+
+
+def sentence_weight(model_id: str) -> float:
+    """``SENTENCE_WEIGHT`` for an embedding model (0: its chunks' cosines alone)."""
+    return next((value for start, value in SENTENCE_WEIGHT.items() if model_id.startswith(start)), 0.0)
 
 
 def lexical_agreement(model_id: str) -> float:

@@ -65,7 +65,7 @@ def _rewind_schema(url: str) -> None:
         return
     from diarist.store.sqlite.migrations import MIGRATIONS, _reanalyse_arabic_russian
 
-    assert MIGRATIONS[-1] is _reanalyse_arabic_russian and len(MIGRATIONS) == 13
+    assert MIGRATIONS.index(_reanalyse_arabic_russian) == 12  # the 13th, rewound to just before it
     conn = sqlite3.connect(url)
     try:
         conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_reanalyse_arabic_russian)}")

@@ -538,6 +538,35 @@ class StoreContract:
         assert store.chunks_without_lines(A, 0, 10) == [] and store.line_vectors(B, [b"e" * 16]) == {}
         assert store.delete_app(A) and store.line_vectors(A, [b"a" * 16, b"d" * 16]) == {}
 
+    def test_sentence_vectors_are_found_by_chunk_inside_the_app_and_go_with_their_chunks(self, store: Store) -> None:
+        if not store.keeps_sentences:
+            pytest.skip(f"{type(store).__name__} keeps no sentence vectors")
+        rng = np.random.default_rng(8)
+        vec = [rng.standard_normal(DIM).astype(np.float32) for _ in range(4)]
+        kept, doomed, long = fact("f1", "One. Two."), fact("f2", "Three. Four."), fact("f3", "none")
+        kept[1][0].sentences = [vec[0], vec[1]]
+        doomed[1][0].sentences = [vec[2]]
+        store.put_items(A, [kept, doomed, long])
+        store.put_items(B, [fact("f9", "elsewhere")])
+        ids = {r.fact_id: i for i, r in store.fetch_chunks(A, ids_of(store, A)).items()}
+        found = store.sentence_vectors(A, [*ids.values(), 10**9])
+        assert found.keys() == {ids["f1"], ids["f2"]}  # a chunk without sentences is left out
+        assert sorted(map(bytes, found[ids["f1"]])) == sorted(v.tobytes() for v in vec[:2])  # byte for byte
+        assert found[ids["f1"]].dtype == np.float32 and found[ids["f1"]].shape == (2, DIM)
+        assert store.sentence_vectors(B, list(ids.values())) == {}  # another app's are not found
+        assert store.delete_item(A, "fact", "f2") is True
+        assert store.sentence_vectors(A, list(ids.values())).keys() == {ids["f1"]}
+        # Chunks stored without them get theirs once; a chunk of another app is passed over.
+        (other,) = ids_of(store, B)
+        assert store.put_sentence_vectors(A, [(ids["f3"], [vec[3]]), (other, [vec[3]])]) == 1
+        assert store.put_sentence_vectors(A, [(ids["f3"], [vec[0]])]) == 0  # it has its sentences
+        assert store.sentence_vectors(A, [ids["f3"]])[ids["f3"]].tobytes() == vec[3].tobytes()
+        assert store.sentence_vectors(B, [other]) == {}
+        assert store.sentences_indexed(A)  # an app stored since they were kept needs no reindex
+        store.mark_sentences_indexed(A, False)
+        assert not store.sentences_indexed(A) and store.sentences_indexed(B)
+        assert store.delete_app(A) and store.sentence_vectors(A, list(ids.values())) == {}
+
     def test_list_items_pages_in_the_order_last_stored(self, store: Store) -> None:
         store.put_items(A, [session("s3", "c", date="2024-01-03")])
         store.put_items(A, [session("s1", "a", date="2024-01-01"), fact("f1", "a fact"),

@@ -38,6 +38,7 @@ from .floor import HELD_WHOLE_DEPTH, Floor, holds_every_term, verdict
 from .fusion import FUSIONS, Fused, convex_ranking, question_dense_weight, rrf
 from .group import group_by_item
 from .question import Question
+from .sentences import rescore_by_sentences
 from .trace import STAGE_NAMES, Dropped, StageRecord, Trace
 
 log = logging.getLogger("diarist")
@@ -48,6 +49,9 @@ class SearchSettings:
     depth: int = settings.DEPTH  # each channel ranks this deep, well beyond the budget
     fusion: str = settings.FUSION  # "convex" | "rrf"
     dense_weight: float = settings.FUSION_DENSE_WEIGHT  # convex: the dense channel's share
+    # A short memory's dense score: (1 - w) x its cosine + w x its best sentence's (diarist.read.sentences;
+    # None: settings.SENTENCE_WEIGHT's value for the embedding model)
+    sentence_weight: float | None = None
     # convex: a lexical score counts this much for a chunk in another language than the question
     # (None: settings.LEXICAL_AGREEMENT's value for the embedding model)
     lexical_agreement: float | None = None
@@ -164,7 +168,7 @@ def run_search(
 def stages(settings: SearchSettings, reranker: SecondStage | None, after: Sequence[Stage] = ()) -> list[Stage]:
     """The stages a search runs, in order: only those its options call for, each looked up by
     name in ``STAGES`` (so a registered replacement runs in its place)."""
-    names = ["channels"] + (["floor"] if settings.floor is not None else []) + ["fusion", "fetch"]
+    names = ["channels", "sentences"] + (["floor"] if settings.floor is not None else []) + ["fusion", "fetch"]
     names += (["second-stage"] if reranker is not None else []) + (["group"] if settings.group else [])
     return [STAGES[name] for name in names] + list(after)
 
@@ -208,6 +212,7 @@ class Search:
     notes: list[str] = field(default_factory=list)
     best_cosine: float | None = None
     question_vector: np.ndarray | None = None  # the question's own (not with the previous turn)
+    query_vectors: np.ndarray | None = None  # every vector the dense channel searched with (the sentences stage's)
     done: bool = False  # a stage answered for the whole search (the floor's "nothing"): stop
     fused_place: dict[int, int] = field(default_factory=dict)  # explain: chunk -> place before the second stage
     block: Any = None  # the context block the read builds (diarist.read.budget.Draft; it sets itself here)
@@ -281,6 +286,7 @@ def read_channels(search: Search) -> None:
         query_vectors = channels.embedder.embed_query(question.texts)
         _embedding_s[model] = (last_two[1], time.thread_time() - start)
         search.question_vector = np.asarray(query_vectors[0])  # texts[0] is the question alone
+        search.query_vectors = np.asarray(query_vectors)
         if settings.lexical and not overlap:
             search.lexical_job = channels.lexical.defer(search.app, question.terms, search.depth, settings.k1,
                                                         settings.b, allowed=channels.allowed)
@@ -410,8 +416,8 @@ def group(search: Search) -> None:
 #: The context block's stages run after them (``diarist.read.cut``, ``.trim``, ``.budget``), in
 #: the order of ``diarist.read.trace.STAGE_NAMES``, the one list of the stages' names.
 STAGES: Entries[Stage] = Entries("read stage")
-for _name, _stage in zip(STAGE_NAMES, (read_channels, apply_floor, fuse, fetch, second_stage, group, cut_stage,
-                                       trim_stage, budget_stage), strict=True):
+for _name, _stage in zip(STAGE_NAMES, (read_channels, rescore_by_sentences, apply_floor, fuse, fetch, second_stage,
+                                       group, cut_stage, trim_stage, budget_stage), strict=True):
     STAGES.register(_name, _stage)
 
 

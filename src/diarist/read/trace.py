@@ -17,8 +17,9 @@ from typing import Any
 
 #: The read path's stages, in the order they run: the one list of their names, used by the
 #: registry (``diarist.read.search.STAGES``), the trace and the inspector. A search runs the first
-#: six (those its options call for), a context block all nine.
-STAGE_NAMES = ("channels", "floor", "fusion", "fetch", "second-stage", "group", "cut", "trim", "budget")
+#: seven (those its options call for), a context block all ten. "sentences" records only where it
+#: rescored a short memory by its sentences (``diarist.read.sentences``).
+STAGE_NAMES = ("channels", "sentences", "floor", "fusion", "fetch", "second-stage", "group", "cut", "trim", "budget")
 #: Kept for readers of the old name.
 STAGES = STAGE_NAMES
 

@@ -84,6 +84,9 @@ class IndexedChunk:
     # The vectors of the chunk's lines (the lines-by-meaning trim reads them): (digest of the
     # line's text, its float32 unit vector) per line, in order; empty when the store keeps none.
     lines: Sequence[tuple[bytes, np.ndarray]] = ()
+    # The float32 unit vectors of its sentences when it is a short memory's chunk
+    # (``diarist.read.sentences``); empty otherwise, or when the store keeps none.
+    sentences: Sequence[np.ndarray] = ()
 
 
 class ChunkRow(NamedTuple):
@@ -332,6 +335,34 @@ class Store(ABC):
         """Delete every stored line vector of every app (a model switch re-embeds them with
         the chunks); returns how many were deleted."""
         return 0
+
+    #: Whether this store keeps the vectors of short memories' sentences (``sentence_vectors``);
+    #: one that does not reads every memory by its chunks' cosine alone.
+    keeps_sentences: bool = False
+
+    def sentence_vectors(self, app: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """Chunk id -> the float32 vectors stored for its sentences (one row each), for those of
+        the app's ``chunk_ids`` that have any (a short memory's chunks)."""
+        return {}
+
+    def put_sentence_vectors(self, app: str, chunks: Sequence[tuple[int, Sequence[np.ndarray]]]) -> int:
+        """Store the sentences' vectors of chunks already stored, as (chunk id, vectors); a chunk
+        deleted meanwhile, or one that has its sentences, is passed over. Returns how many chunks
+        got theirs."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no sentence vectors")
+
+    def drop_sentence_vectors(self) -> int:
+        """Delete every stored sentence vector of every app (a model switch re-embeds them with
+        the chunks); returns how many were deleted."""
+        return 0
+
+    def sentences_indexed(self, app: str) -> bool:
+        """Whether the app's short memories have their sentences' vectors: False only for an app
+        that held chunks before the store kept them, until ``mark_sentences_indexed``."""
+        return True
+
+    def mark_sentences_indexed(self, app: str, indexed: bool = True) -> None:
+        """Record whether the app's short memories have their sentences' vectors (``Memory.index_sentences``)."""
 
     def titles_indexed(self, app: str) -> bool:
         """Whether the app's titled items were chunked with their title line (write.chunk.title_line).

@@ -20,7 +20,8 @@ from ..embed import Embedder, get_embedder, quantize, spec_for_model_id
 from ..embed.cache import EmbeddingCache
 from ..errors import ConcurrentUpdate, ConfigError, EmbedderMismatch, InvalidInput, PlanMismatch
 from ..read import trim
-from ..read.lines import LineVectors, StoredLines, line_digest
+from ..read.lines import LineVectors, StoredLines, line_digest, unit_rows
+from ..read.sentences import sentences_to_store
 from ..store.switch import refuse_half_switched
 from ..store.base import Conflict, IndexedChunk, Item, Store
 from ..types import Chunk, Message
@@ -141,16 +142,30 @@ class Writer:
         return quantize(vectors)
 
     def index(self, chunks: list[Chunk], vectors: np.ndarray,
-               lines: Sequence[list[tuple[bytes, np.ndarray]]] | None = None) -> list[IndexedChunk]:
-        """Pair chunks with their vectors (given for the dense chunks only, in order), terms and
-        lines' vectors (given for every chunk, or None)."""
+               lines: Sequence[list[tuple[bytes, np.ndarray]]] | None = None,
+               sentences: Sequence[np.ndarray] | None = None) -> list[IndexedChunk]:
+        """Pair chunks with their vectors (given for the dense chunks only, in order), terms,
+        lines' vectors (given for every chunk, or None) and sentences' vectors (likewise)."""
         out, dense = [], iter(vectors)
         for n, c in enumerate(chunks):
             vector = next(dense) if c.dense else None
             terms, language = lexical.analyze_passage(c.text) if c.lexical else ([], lexical.detect(c.text))
             out.append(IndexedChunk(chunk=c, vector=vector, terms=terms, language=language,
-                                    lines=lines[n] if lines is not None else ()))
+                                    lines=lines[n] if lines is not None else (),
+                                    sentences=sentences[n] if sentences is not None else ()))
         return out
+
+    def sentences_of(self, todo: Sequence[tuple[Item, Sequence[Chunk]]]) -> list[np.ndarray]:
+        """Per chunk of the items (in order), the float32 unit vectors of its sentences when its
+        item is a short memory (``read.sentences.sentences_to_store``; else an empty array),
+        each distinct sentence embedded once."""
+        per_chunk = [found for item, chunks in todo
+                     for found in sentences_to_store(item.kind, item.metadata, [c.text for c in chunks],
+                                                     [c.dense_text if c.dense else None for c in chunks])]
+        unique = list(dict.fromkeys(s for found in per_chunk for s in found))
+        vectors = dict(zip(unique, unit_rows(self.embed_lines(unique)))) if unique else {}
+        empty = np.zeros((0, self.embedder.dim), np.float32)
+        return [np.stack([vectors[s] for s in found]) if found else empty for found in per_chunk]
 
     def embed_lines(self, lines: list[str]) -> np.ndarray:
         """Vectors of lines as stored text (``embed_passages``); through the embedding cache when
@@ -204,11 +219,13 @@ class Writer:
         floats: dict[str, np.ndarray] | None = {} if self.store_lines else None
         vectors = self.embed_int8(texts, progress, known, counts, floats)
         lines = self.lines_of(app, [c.text for _, chunks in todo for c in chunks], floats) if self.store_lines else None
+        sentences = self.sentences_of(todo) if self.store.keeps_sentences else None
         items, start, at = [], 0, 0
         for item, chunks in todo:
             n_dense = sum(c.dense for c in chunks)
             items.append((item, self.index(chunks, vectors[start : start + n_dense],
-                                            lines[at : at + len(chunks)] if lines is not None else None)))
+                                            lines[at : at + len(chunks)] if lines is not None else None,
+                                            sentences[at : at + len(chunks)] if sentences is not None else None)))
             start += n_dense
             at += len(chunks)
         self.store.put_items(app, items, expect=expect, archive=archive)
@@ -344,6 +361,7 @@ class Writer:
         require_app(self.store, app)
         self.index_titles(app)
         self.index_lines(app)
+        self.index_sentences(app)
         indexed = self.store.rebuild_lexical(app)
         self.dense.rebuild(app)
         return indexed
@@ -362,6 +380,29 @@ class Writer:
             lines = self.lines_of(app, [text for _, text in page])
             done += self.store.put_line_vectors(app, [(chunk_id, rows) for (chunk_id, _), rows in zip(page, lines)])
             after = page[-1][0]
+        return done
+
+    def index_sentences(self, app: str, batch: int = 256) -> int:
+        """Store the sentences' vectors of an app's short memories stored before the store kept
+        them, a batch of items at a time, and mark the app done; nothing to do for an app stored
+        since. Returns how many chunks got their sentences."""
+        app = check_app(app)
+        require_app(self.store, app)
+        if not self.store.keeps_sentences or self.store.sentences_indexed(app):
+            return 0
+        done = 0
+        for kind in ("fact", "session"):
+            ids: list[str] = []  # all of them first, as index_titles
+            while page := self.store.list_items(app, kind, 1000, len(ids)):
+                ids += [s.external_id for s in page]
+            for start in range(0, len(ids), batch):
+                stored = [(item, self.store.item_chunks(app, kind, item.external_id))
+                          for item in (self.store.get_item(app, kind, i) for i in ids[start : start + batch])
+                          if item is not None]
+                vectors = self.sentences_of([(item, [c.chunk for c in chunks]) for item, chunks in stored])
+                ids_in_order = [c.chunk_id for _, chunks in stored for c in chunks]
+                done += self.store.put_sentence_vectors(app, list(zip(ids_in_order, vectors)))
+        self.store.mark_sentences_indexed(app)
         return done
 
     def index_titles(self, app: str, batch: int = 64) -> int:

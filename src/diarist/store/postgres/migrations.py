@@ -44,6 +44,23 @@ def _reanalyse_arabic_russian(conn: psycopg.Connection) -> None:
         sql_postings.reanalyse_changed(DIALECT, cur, 4)
 
 
+def _sentence_vectors(conn: psycopg.Connection) -> None:
+    """10: as SQLite's migration 14. Idempotent: a database rewound past it (tests do) keeps its
+    table, and its apps keep what reindex recorded."""
+    conn.execute("""
+        CREATE TABLE IF NOT EXISTS sentence_vectors (
+            chunk_id bigint NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            app_id bigint NOT NULL,
+            vector bytea NOT NULL
+        )""")
+    conn.execute("CREATE INDEX IF NOT EXISTS sentence_vectors_chunk ON sentence_vectors (chunk_id)")
+    found = conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                         "AND table_name = 'apps' AND column_name = 'sentences_indexed'").fetchone()
+    if found is None:
+        conn.execute("ALTER TABLE apps ADD COLUMN sentences_indexed boolean NOT NULL DEFAULT true")
+        conn.execute("UPDATE apps SET sentences_indexed = false WHERE id IN (SELECT DISTINCT app_id FROM chunks)")
+
+
 MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     # 1: the whole first schema: the same tables as SQLite's, with a pgvector column beside the
     # int8 bytes the exact dense channel reads (for an HNSW index later).
@@ -206,12 +223,16 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     """,
     # 9: Arabic and Russian analysed by lexical version 4's rules (as SQLite's migration 13).
     _reanalyse_arabic_russian,
+    # 10: the vectors of short memories' sentences, deleted with their chunk; apps holding chunks
+    # wait for ``diarist reindex`` (as SQLite's migration 14).
+    _sentence_vectors,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``diarist_schema``
 #: belongs to another program.
 TABLES = ("diarist_schema", "meta", "counters", "apps", "sessions", "messages", "facts", "chunks",
-          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions", "synced_files", "line_vectors")
+          "lex_terms", "lex_postings", "lex_stats", "api_keys", "item_versions", "synced_files", "line_vectors",
+          "sentence_vectors")
 
 
 def current_version(conn: psycopg.Connection) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from ...dates import now_iso
 from ...types import Chunk, Message
 from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, ItemVersion, SampleChunk, StoredChunk
-from . import lines
+from . import lines, sentences
 from .dialect import Cursor, Dialect, _same
 
 TABLES = {"session": "sessions", "fact": "facts"}
@@ -87,7 +87,8 @@ def insert_items(
     pks = {kind: iter(d.new_item_ids(cur, table(kind), sum(1 for i, _ in items if i.kind == kind)))
            for kind in dict.fromkeys(item.kind for item, _ in items)}
     chunk_ids = iter(d.new_chunk_ids(cur, sum(len(chunks) for _, chunks in items)))
-    rows: dict[str, list[tuple]] = {"sessions": [], "facts": [], "messages": [], "chunks": [], "line_vectors": []}
+    rows: dict[str, list[tuple]] = {"sessions": [], "facts": [], "messages": [], "chunks": [], "line_vectors": [],
+                                    "sentence_vectors": []}
     indexed: list[list[tuple[int, list[str]]]] = []
     for item, chunks in items:
         pk, date = next(pks[item.kind]), d.to_db(item.date)
@@ -105,13 +106,15 @@ def insert_items(
             rows["chunks"].append(_chunk_row(d, app_id, item.kind, pk, chunk_id, one, date))
             if one.lines:
                 rows["line_vectors"].extend(lines.rows(app_id, [(chunk_id, one.lines)]))
+            if len(one.sentences):
+                rows["sentence_vectors"].extend(sentences.rows(app_id, [(chunk_id, one.sentences)]))
             if one.chunk.lexical:
                 lexical.append((chunk_id, one.terms))
         indexed.append(lexical)
     chunk_columns = (*_CHUNK_COLUMNS, *d.vector_columns, "embed_text")
     for name, columns in (("sessions", _ITEM_COLUMNS["session"]), ("facts", _ITEM_COLUMNS["fact"]),
                           ("messages", _MESSAGE_COLUMNS), ("chunks", chunk_columns),
-                          ("line_vectors", lines.COLUMNS)):
+                          ("line_vectors", lines.COLUMNS), ("sentence_vectors", sentences.COLUMNS)):
         if rows[name]:
             d.insert_rows(cur, name, columns, rows[name])
     return indexed

@@ -10,9 +10,9 @@ SQL goes here, its differing pieces (if any) as ``Dialect`` methods.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
@@ -37,10 +37,11 @@ from ..base import (
     SyncedFile,
     VectorBatch,
 )
-from . import keys, lines, postings, records, synced
+from . import keys, lines, postings, records, sentences, synced
 from .dialect import Cursor, Dialect
 
 Items = Sequence[tuple[Item, Sequence[IndexedChunk]]]
+_T = TypeVar("_T")
 
 
 class SQLStore(Store):
@@ -336,25 +337,51 @@ class SQLStore(Store):
     def line_vectors(self, app: str, digests: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         if not digests:
             return {}
-        with self._db.snapshot() as cur:
-            app_id = self._app_id(cur, app)
-            return {} if app_id is None else lines.lookup(self.dialect, cur, app_id, digests)
+        return self._read_in_app(app, lambda cur, app_id: lines.lookup(self.dialect, cur, app_id, digests), {})
 
     def chunks_without_lines(self, app: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+        return self._read_in_app(app, lambda cur, app_id: lines.chunks_without(self.dialect, cur, app_id, after_id, limit), [])
+
+    def _read_in_app(self, app: str, read: Callable[[Cursor, int], _T], empty: _T) -> _T:
+        """``read(cursor, app id)`` in a snapshot; ``empty`` when the app does not exist."""
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)
-            return [] if app_id is None else lines.chunks_without(self.dialect, cur, app_id, after_id, limit)
+            return empty if app_id is None else read(cur, app_id)
 
     def put_line_vectors(self, app: str, chunks: lines.ChunkLines) -> int:
-        if not chunks:
-            return 0
+        return self._put_in_app(app, lambda cur, app_id: lines.put(self.dialect, cur, app_id, chunks)) if chunks else 0
+
+    def _put_in_app(self, app: str, put: Callable[[Cursor, int], int]) -> int:
+        """``put(cursor, app id)`` in a write transaction; 0 when the app does not exist."""
         with self._db.write() as cur:
             app_id = self._app_id(cur, app)
-            return 0 if app_id is None else lines.put(self.dialect, cur, app_id, chunks)
+            return 0 if app_id is None else put(cur, app_id)
 
     def drop_line_vectors(self) -> int:
         with self._db.write() as cur:
             return int(cur.execute("DELETE FROM line_vectors").rowcount or 0)
+
+    # -- the sentences' vectors (the read path's sentences stage) ---------------------------------
+
+    keeps_sentences = True
+
+    def sentence_vectors(self, app: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        if not chunk_ids:
+            return {}
+        return self._read_in_app(app, lambda cur, app_id: sentences.lookup(self.dialect, cur, app_id, chunk_ids), {})
+
+    def put_sentence_vectors(self, app: str, chunks: sentences.ChunkSentences) -> int:
+        return self._put_in_app(app, lambda cur, app_id: sentences.put(self.dialect, cur, app_id, chunks)) if chunks else 0
+
+    def drop_sentence_vectors(self) -> int:
+        with self._db.write() as cur:
+            return int(cur.execute("DELETE FROM sentence_vectors").rowcount or 0)
+
+    def sentences_indexed(self, app: str) -> bool:
+        return self._app_flag(app, "sentences_indexed")
+
+    def mark_sentences_indexed(self, app: str, indexed: bool = True) -> None:
+        self._mark_app_flag(app, "sentences_indexed", indexed)
 
     # -- the channels' storage --------------------------------------------------------------------
 
@@ -402,15 +429,21 @@ class SQLStore(Store):
         return None if row is None else bytes(row[0])
 
     def titles_indexed(self, app: str) -> bool:
+        return self._app_flag(app, "titles_indexed")
+
+    def mark_titles_indexed(self, app: str, indexed: bool = True) -> None:
+        self._mark_app_flag(app, "titles_indexed", indexed)
+
+    def _app_flag(self, app: str, column: str) -> bool:
+        """An app's "indexed" column (True for an app not stored: nothing waits)."""
         with self._db.snapshot() as cur:
-            row = cur.execute(self.dialect.sql("SELECT titles_indexed FROM apps WHERE name = ?"),
+            row = cur.execute(self.dialect.sql(f"SELECT {column} FROM apps WHERE name = ?"),
                               (self.dialect.to_db(app),)).fetchone()
         return True if row is None else bool(row[0])
 
-    def mark_titles_indexed(self, app: str, indexed: bool = True) -> None:
+    def _mark_app_flag(self, app: str, column: str, indexed: bool) -> None:
         with self._db.write() as cur:
-            cur.execute(self.dialect.sql("UPDATE apps SET titles_indexed = ? WHERE name = ?"),
-                        (indexed, self.dialect.to_db(app)))
+            cur.execute(self.dialect.sql(f"UPDATE apps SET {column} = ? WHERE name = ?"), (indexed, self.dialect.to_db(app)))
 
     def mark_lexical_stale(self, app: str) -> None:
         with self._db.write() as cur:

@@ -47,6 +47,21 @@ def _record_languages(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE chunks ADD COLUMN language TEXT")
 
 
+def _sentence_vectors(conn: sqlite3.Connection) -> None:
+    """Migration 14. Idempotent: a database rewound past it (tests do) keeps its table and column."""
+    conn.execute("""
+        CREATE TABLE IF NOT EXISTS sentence_vectors (
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            app_id INTEGER NOT NULL,  -- the chunk's: a lookup stays inside the app
+            vector BLOB NOT NULL  -- float32 unit vector
+        )""")
+    conn.execute("CREATE INDEX IF NOT EXISTS sentence_vectors_chunk ON sentence_vectors (chunk_id)")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(apps)")}
+    if "sentences_indexed" not in columns:
+        conn.execute("ALTER TABLE apps ADD COLUMN sentences_indexed INTEGER NOT NULL DEFAULT 1")
+        conn.execute("UPDATE apps SET sentences_indexed = 0 WHERE id IN (SELECT DISTINCT app_id FROM chunks)")
+
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 1: the whole first schema.
     """
@@ -216,6 +231,11 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """,
     # 13: Arabic and Russian analysed by lexical version 4's rules (_reanalyse_arabic_russian).
     _reanalyse_arabic_russian,
+    # 14: the vectors of the sentences of short memories' chunks (store.sql.sentences), written at
+    # ingest; the read path rescores a short memory's cosine with its best sentence's
+    # (read.sentences). A chunk's sentences go with it (the foreign key cascades). Apps holding
+    # chunks wait for ``diarist reindex`` (Memory.index_sentences); until then they read as before.
+    _sentence_vectors,
 ]
 
 
