@@ -216,6 +216,9 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
             indexed = [_indexed(c) for c in chunks]
             for one, lines in zip(indexed, _lines(src, app, chunks)):
                 one.lines = lines
+            sentences = src.sentence_vectors(app, [c.chunk_id for c in chunks])
+            for one, chunk in zip(indexed, chunks):
+                one.sentences = list(sentences.get(chunk.chunk_id, ()))
             batch.append((item, indexed))
             batch_chunks += len(chunks)
             versions = src.item_history(app, item.kind, item.external_id)
@@ -233,6 +236,8 @@ def _copy(src: Store, dst: Store, sample: int, progress: Callable[[int], None] |
                 dst.record_synced_files(app, files)
             if not src.titles_indexed(app):  # chunks copied as stored: still waiting for `reindex`
                 dst.mark_titles_indexed(app, False)
+            if not src.sentences_indexed(app):  # likewise: its short memories' sentences still to add
+                dst.mark_sentences_indexed(app, False)
         _unchanged(src, dst, before)
         verify(src, dst, samples, report, with_history)
         _unchanged(src, dst, before)  # nor while it was compared

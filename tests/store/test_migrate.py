@@ -296,3 +296,38 @@ def test_the_cli_prints_json(tmp_path: Path) -> None:
     assert report["apps"]["notes"]["facts"] == 2 and report["keys"] == 2
     result = CliRunner().invoke(main, ["migrate", str(src), str(dst)])
     assert result.exit_code == 1 and "not empty" in result.output
+
+
+def _sentences(path: Path, app: str) -> dict[str, list[list[float]]]:
+    """Each short memory's chunk text -> its stored sentence vectors (ids differ between stores)."""
+    store = SQLiteStore(path)
+    try:
+        chunks = [c for item in store.list_items(app, "fact", 100, 0)
+                  for c in store.item_chunks(app, "fact", item.external_id)]
+        found = store.sentence_vectors(app, [c.chunk_id for c in chunks])
+        return {c.chunk.text: np.asarray(found[c.chunk_id]).round(6).tolist() for c in chunks if c.chunk_id in found}
+    finally:
+        store.close()
+
+
+def test_the_sentence_vectors_of_short_memories_are_copied(tmp_path: Path) -> None:
+    """A short memory's sentences' vectors (the sentences read stage) go with it: a copy that
+    left them behind would read without the blend, and, marked indexed, `reindex` would never add
+    them. A source still waiting for them leaves its copy waiting too."""
+    src = tmp_path / "src.sqlite"
+    with Memory(src, embedder="hash") as mem:
+        mem.add_fact("The user works as a data analyst. She asked how to chart delivery rates.", app="me",
+                      fact_id="job")
+    held = _sentences(src, "me")
+    assert held and all(len(vectors) == 2 for vectors in held.values())
+    copy = tmp_path / "copy.sqlite"
+    migrate(src, copy)
+    assert _sentences(copy, "me") == held
+    waiting = SQLiteStore(src)
+    waiting.mark_sentences_indexed("me", False)
+    waiting.close()
+    again = tmp_path / "again.sqlite"
+    migrate(src, again)
+    copied = SQLiteStore(again)
+    assert copied.sentences_indexed("me") is False
+    copied.close()
