@@ -447,11 +447,12 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
         step = chosen[taken : taken + short]
         taken += len(step)
         if taken > read_up_to:
-            # Each read after the first reads ahead twice as far as the step asks: an app with
-            # fewer memories than ``items`` asks for one or two more rows a step until the pool
-            # runs out (a statement a row). The steps, and so the hits, stay as they were.
+            # From the fifth read on, the n-th takes at least 2**(n-4) rows: an app with fewer
+            # memories than ``items`` asks for one or two more rows a step until the pool runs
+            # out (a statement a row before); the few steps of a usual search read only what they
+            # ask. The steps, and so the hits, stay as they were.
             start = taken - len(step)
-            read_up_to = start + (len(step) << min(reads, 16))
+            read_up_to = start + max(len(step), 1 << min(max(reads - 3, 0), 16))
             reads += 1
             rows.update(store.fetch_chunks(app, [cid for cid, _, _ in chosen[start:read_up_to]]))
         for cid, score, ranks in step:
