@@ -52,8 +52,9 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
     out = []
     for chosen in members.values():
         best = chosen[0]
-        if len(chosen) == 1:
-            out.append(_grouped(best, best.text, [best.text], [0], best.first_turn, best.last_turn))
+        if len(chosen) == 1:  # most memories: their one passage is the hit as fetched
+            best.passages, best.passage_ranks = [best.text], [0]
+            out.append(best)
             continue
         in_order = sorted(range(len(chosen)), key=lambda i: _position(chosen[i]))
         texts = [chosen[i].text for i in in_order]
