@@ -441,7 +441,7 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
     # session): most rows are an item's first, and no text is hashed (~1.2 kB a row).
     hits: list[Hit] = []
     by_item: dict[tuple[str | None, str | None], list[Hit]] = {}
-    taken = fetched = 0
+    taken = gone = 0
     rows: dict[int, HitRow] = {}
     reads = read_up_to = 0
     while taken < len(chosen) and (short := max(wanted - len(hits), items - len(by_item))) > 0:
@@ -458,8 +458,8 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
             rows.update(store.hit_rows(app, [cid for cid, _, _ in chosen[start:read_up_to]]))
         for cid, score, ranks in step:
             if (row := rows.get(cid)) is None:
+                gone += 1
                 continue
-            fetched += 1
             hit = _hit(row, score, ranks, dense, lexical_ranking, stage, app)
             if (same_item := by_item.get(key := (row[2], row[3]))) is None:
                 by_item[key] = [hit]
@@ -469,7 +469,7 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
                 hits.append(hit)
             else:
                 _merge_ranks(first, hit)
-    return hits, taken, taken - fetched
+    return hits, taken, gone
 
 
 def _abandon(job: Future | Deferred | None) -> None:

@@ -278,12 +278,13 @@ def fetch_chunks(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int])
 def hit_rows_statements(d: Dialect, app: str, chunk_ids: Sequence[int]) -> list[tuple[str, tuple]]:
     """The statements (and their parameters) that read the app's chunks among the ids as
     ``HitRow`` tuples: one for up to 500 ids (SQLite; PostgreSQL: always one). The app is looked
-    up inside each: a read of one statement needs no transaction of its own."""
+    up inside each: a read of one statement needs no transaction of its own. Metadata "{}" (most
+    items') comes back as None: no string made, none parsed."""
     return [
         # By primary key alone: ``+c.app_id`` keeps SQLite from looking each id up in the
         # (app_id, id) index first (two searches a row); the app is still compared in SQL.
         (d.sql("SELECT c.id, c.text, s.external_id, f.external_id, c.date, c.roles, c.view, c.first_turn, "
-               "c.last_turn, coalesce(s.metadata, f.metadata) FROM chunks c "
+               "c.last_turn, nullif(coalesce(s.metadata, f.metadata), '{}') FROM chunks c "
                "LEFT JOIN sessions s ON s.id = c.session_id "
                "LEFT JOIN facts f ON f.id = c.fact_id "
                f"WHERE {test} AND +c.app_id = (SELECT id FROM apps WHERE name = ?)"), (*params, d.to_db(app)))
