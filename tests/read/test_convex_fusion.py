@@ -202,9 +202,7 @@ def test_top_hands_over_the_pairs_and_their_arrays():
 
 
 def test_a_hit_reads_each_channel_score_at_its_rank():
-    from diarist.store.base import ChunkRow
-
-    row = ChunkRow(6, "text", "s1", None, None, ("user",), "all", 0, 0, 0)
+    row = (6, "text", "s1", None, None, "user", "all", 0, 0, None)  # a HitRow
 
     def scores(ranks, dense, lexical):
         return search._hit(row, 0.5, ranks, dense, lexical, "fused", "app").scores

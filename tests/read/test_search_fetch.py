@@ -15,8 +15,8 @@ from diarist.read import search
 def counting(mem: Memory) -> list[int]:
     """Wrap the store's fetch: the number of rows asked for, per call."""
     asked: list[int] = []
-    real = mem.store.fetch_chunks
-    mem.store.fetch_chunks = lambda app, ids: asked.append(len(ids)) or real(app, ids)
+    real = mem.store.hit_rows
+    mem.store.hit_rows = lambda app, ids: asked.append(len(ids)) or real(app, ids)
     return asked
 
 
@@ -30,7 +30,7 @@ def user_only_sessions(n: int, seed: int) -> list[dict]:
 def whole_pool(store, app, chosen, wanted, dense_scores, lexical_scores, stage, items=0):
     """The fetch before: every candidate of the pool at once, then merged (and counted as
     ``_fetch_hits`` counts: rows asked for, rows gone)."""
-    rows = store.fetch_chunks(app, [cid for cid, _, _ in chosen])
+    rows = store.hit_rows(app, [cid for cid, _, _ in chosen])
     hits = search._merge_duplicates([search._hit(rows[cid], score, ranks, dense_scores, lexical_scores, stage, app)
                                      for cid, score, ranks in chosen if cid in rows])
     return hits, len(chosen), len(chosen) - len(rows)
@@ -108,16 +108,24 @@ def test_rows_fetched_in_steps_give_the_whole_pools_hits(tmp_path, monkeypatch):
 
 
 def test_a_hit_is_built_field_by_field_as_the_keywords_say():
-    """``_hit`` builds hits positionally (one a row read): the same hit as by keyword, so a
-    field added to or moved in ``Hit`` cannot shift the others unseen."""
-    from diarist.store.base import ChunkRow
+    """``_hit`` builds hits positionally (one a row read) from the store's ``HitRow``: the same
+    hit as by keyword, so a field added to or moved in ``Hit`` or the row cannot shift the others
+    unseen."""
+    from diarist.store.base import HIT_ROW_FIELDS
     from diarist.types import Hit
 
-    row = ChunkRow(7, "text", "s1", None, "2024-01-02", ("user",), "all", 3, 4, 5, {"title": "t"})
+    fields = {"chunk_id": 7, "text": "text", "session_id": "s1", "fact_id": None, "date": "2024-01-02",
+              "roles": "user,assistant", "view": "all", "first_turn": 4, "last_turn": 5, "metadata": '{"title": "t"}'}
+    row = tuple(fields[name] for name in HIT_ROW_FIELDS)
     dense, lexical = [(9, 0.9), (7, 0.8)], [(7, 12.5)]
     got = search._hit(row, 0.75, {"dense": 2, "lexical": 1}, dense, lexical, "fused", "app")
-    want = Hit(chunk_id=7, text="text", score=0.75, session_id="s1", fact_id=None, date="2024-01-02", roles=("user",),
-               view="all", ranks={"dense": 2, "lexical": 1}, scores={"dense": 0.8, "lexical": 12.5}, stage="fused",
-               app="app", first_turn=4, last_turn=5, metadata={"title": "t"})
+    want = Hit(chunk_id=7, text="text", score=0.75, session_id="s1", fact_id=None, date="2024-01-02",
+               roles=("user", "assistant"), view="all", ranks={"dense": 2, "lexical": 1},
+               scores={"dense": 0.8, "lexical": 12.5}, stage="fused", app="app", first_turn=4, last_turn=5,
+               metadata={"title": "t"})
     assert got == want and vars(got) == vars(want)
-    assert got.metadata is not row.metadata  # the hit's own copy
+    again = search._hit(row, 0.75, {"dense": 2, "lexical": 1}, dense, lexical, "fused", "app")
+    assert again.metadata is not got.metadata  # each hit its own
+    for stored in (None, ""):  # no roles, no metadata
+        bare = search._hit((7, "t", "s1", None, None, stored, "all", None, None, stored), 0.5, {}, [], [], "dense", "a")
+        assert bare.roles == () and bare.metadata == {}

@@ -23,6 +23,7 @@ they run as strict xfails, so a fix shows up as a failure until the entry is rem
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import threading
 import zlib
@@ -43,6 +44,7 @@ from diarist.store.base import (
     AppVersion,
     ChunkRow,
     Conflict,
+    HIT_ROW_FIELDS,
     IndexedChunk,
     Item,
     ItemSummary,
@@ -689,6 +691,42 @@ class StoreContract:
         assert store.fetch_chunks(B, s_ids) == {} and set(store.fetch_chunks(A, s_ids)) == set(s_ids)
         store.delete_item(A, "fact", "f1")
         assert set(store.fetch_chunks(A, s_ids)) == set(s_ids[:2])
+
+    def test_hit_rows_are_fetch_chunks_rows_as_the_read_path_reads_them(self, store: Store) -> None:
+        """``hit_rows``: the rows of ``fetch_chunks`` as ``HitRow`` tuples (fields in
+        ``HIT_ROW_FIELDS``' order; roles joined by ",", metadata as JSON text), with the same
+        rules: this app's chunks only, deleted and unknown ids left out."""
+        item = Item("session", "s1", "2024-02-02", digest("s1"), {"title": "Trip", "n": [1, None]},
+                    (Message("user", "hello there"), Message("assistant", "hi, how can I help")))
+        chunks = [
+            indexed("hello there\nhi, how can I help", 0, roles=("user", "assistant"), first_turn=0, last_turn=1),
+            indexed("hello there", 1, roles=("user",), view="user", first_turn=0, last_turn=0),
+        ]
+        store.put_items(A, [(item, chunks), fact("f1", "a fact", date="2024-02-03")])
+        store.put_items(B, [fact("fb", "another app", metadata={"k": "v"})])
+        s_ids, b_ids = ids_of(store, A), ids_of(store, B)
+        got = store.hit_rows(A, s_ids + b_ids + [10_000])
+        assert set(got) == set(s_ids)
+        for cid, row in got.items():
+            assert type(row) is tuple and len(row) == len(HIT_ROW_FIELDS)
+            fields = dict(zip(HIT_ROW_FIELDS, row))
+            assert fields["metadata"] is None or isinstance(fields["metadata"], str)
+            metadata = json.loads(fields["metadata"]) if fields["metadata"] else {}
+            roles = tuple(fields["roles"].split(",")) if fields["roles"] else ()
+            as_chunk_row = ChunkRow(fields["chunk_id"], fields["text"], fields["session_id"], fields["fact_id"],
+                                    fields["date"], roles, fields["view"], 0, fields["first_turn"],
+                                    fields["last_turn"], metadata)
+            assert as_chunk_row == store.fetch_chunks(A, [cid])[cid]._replace(position=0)
+        first = dict(zip(HIT_ROW_FIELDS, got[s_ids[0]]))
+        assert json.loads(first.pop("metadata")) == {"title": "Trip", "n": [1, None]}
+        assert first == {"chunk_id": s_ids[0], "text": "hello there\nhi, how can I help", "session_id": "s1",
+                         "fact_id": None, "date": "2024-02-02", "roles": "user,assistant", "view": "all",
+                         "first_turn": 0, "last_turn": 1}
+        assert got[s_ids[2]][2:4] == (None, "f1") and got[s_ids[2]][9] in (None, "{}")
+        assert store.hit_rows(A, []) == {} and store.hit_rows(B, s_ids) == {} and store.hit_rows("nowhere", s_ids) == {}
+        assert set(store.hit_rows(B, b_ids)) == set(b_ids)
+        store.delete_item(A, "fact", "f1")
+        assert set(store.hit_rows(A, s_ids)) == set(s_ids[:2])
 
     def test_sample_chunk_is_the_most_recent_as_stored(self, store: Store) -> None:
         item, chunks = fact("f1", "the user said hello and more")

@@ -52,15 +52,20 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
     out = []
     for chosen in members.values():
         best = chosen[0]
-        if len(chosen) == 1:
-            out.append(_grouped(best, best.text, [best.text], [0], best.first_turn, best.last_turn))
+        if len(chosen) == 1:  # most memories: their one passage is the hit as fetched
+            best.passages, best.passage_ranks = [best.text], [0]
+            out.append(best)
             continue
-        in_order = sorted(range(len(chosen)), key=lambda i: _position(chosen[i]))
+        # Their original order, and each one's place in it (passage_ranks: best first).
+        in_order = sorted(range(len(chosen)), key=[_position(hit) for hit in chosen].__getitem__)
+        places = [0] * len(chosen)
+        for place, i in enumerate(in_order):
+            places[i] = place
         texts = [chosen[i].text for i in in_order]
-        out.append(_grouped(best, PASSAGE_GAP.join(texts), texts,
-                            sorted(range(len(in_order)), key=lambda place: in_order[place]),
-                            min((h.first_turn for h in chosen if h.first_turn is not None), default=None),
-                            max((h.last_turn for h in chosen if h.last_turn is not None), default=None)))
+        firsts = [h.first_turn for h in chosen if h.first_turn is not None]
+        lasts = [h.last_turn for h in chosen if h.last_turn is not None]
+        out.append(_grouped(best, PASSAGE_GAP.join(texts), texts, places, min(firsts, default=None),
+                            max(lasts, default=None)))
     return out
 
 

@@ -12,6 +12,7 @@ search's state (``Search``) and records what it decided in the trace (``diarist.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from ..errors import ConfigError
 from ..lexical import LexicalChannel, detect
 from ..lexical.bm25 import Deferred
 from ..registry import Entries
-from ..store.base import ChunkRow, LexicalUnavailable, Store
+from ..store.base import HitRow, LexicalUnavailable, Store
 from ..types import Hit
 from ..write.validate import shown
 from ..vectors import DenseIndex, ExactDenseIndex
@@ -436,14 +437,14 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
     (the result is what the memory held at some instant of the search), never a crash.
     """
     # ``_merge_duplicates`` kept up to date one row at a time (what merging the whole list again
-    # after every step gave), with the distinct items (fact, session) among the hits.
+    # after every step gave). Copies are looked for among the hits of the row's own item (fact,
+    # session): most rows are an item's first, and no text is hashed (~1.2 kB a row).
     hits: list[Hit] = []
-    kept: dict[tuple[str | None, str | None, str], Hit] = {}
-    held: set[tuple[str | None, str | None]] = set()
-    taken = fetched = 0
-    rows: dict[int, Any] = {}
+    by_item: dict[tuple[str | None, str | None], list[Hit]] = {}
+    taken = gone = 0
+    rows: dict[int, HitRow] = {}
     reads = read_up_to = 0
-    while taken < len(chosen) and (short := max(wanted - len(hits), items - len(held))) > 0:
+    while taken < len(chosen) and (short := max(wanted - len(hits), items - len(by_item))) > 0:
         step = chosen[taken : taken + short]
         taken += len(step)
         if taken > read_up_to:
@@ -454,21 +455,21 @@ def _fetch_hits(store: Store, app: str, chosen: Fused, wanted: int, dense: list[
             start = taken - len(step)
             read_up_to = start + max(len(step), 1 << min(max(reads - 3, 0), 16))
             reads += 1
-            rows.update(store.fetch_chunks(app, [cid for cid, _, _ in chosen[start:read_up_to]]))
+            rows.update(store.hit_rows(app, [cid for cid, _, _ in chosen[start:read_up_to]]))
         for cid, score, ranks in step:
-            row = rows.get(cid)
-            if row is None:
+            if (row := rows.get(cid)) is None:
+                gone += 1
                 continue
-            fetched += 1
             hit = _hit(row, score, ranks, dense, lexical_ranking, stage, app)
-            first = kept.get(key := (row.session_id, row.fact_id, row.text))
-            if first is None:
-                kept[key] = hit
+            if (same_item := by_item.get(key := (row[2], row[3]))) is None:
+                by_item[key] = [hit]
                 hits.append(hit)
-                held.add((row.fact_id, row.session_id))
+            elif (first := next((h for h in same_item if h.text == hit.text), None)) is None:
+                same_item.append(hit)
+                hits.append(hit)
             else:
                 _merge_ranks(first, hit)
-    return hits, taken, taken - fetched
+    return hits, taken, gone
 
 
 def _abandon(job: Future | Deferred | None) -> None:
@@ -504,8 +505,21 @@ def _lexical_scale(search: Search) -> list[float] | None:
     return [agreement if cid in other else 1.0 for cid in ids] if other else None
 
 
+#: A chunk's roles as stored ("user,assistant") and as a hit carries them: a handful of
+#: distinct values in any app (kept up to ``_ROLES_KEPT``).
+_ROLES: dict[str | None, tuple[str, ...]] = {None: (), "": ()}
+_ROLES_KEPT = 64
+
+
+def _roles(stored: str | None) -> tuple[str, ...]:
+    roles = tuple(stored.split(",")) if stored else ()
+    if len(_ROLES) < _ROLES_KEPT:
+        _ROLES[stored] = roles
+    return roles
+
+
 def _hit(
-    row: ChunkRow,
+    row: HitRow,
     score: float,
     ranks: dict[str, int | None],
     dense: list[tuple[int, float]],
@@ -513,7 +527,7 @@ def _hit(
     stage: str,
     app: str,
 ) -> Hit:
-    cid = row.chunk_id
+    cid, text, session_id, fact_id, date, roles, view, first_turn, last_turn, metadata = row
     # Each channel's score read at the chunk's rank there (no lookup table of the whole ranking
     # for the k hits), in line: a search builds one hit a row read, up to ~300.
     dense_score = lexical_score = None
@@ -526,10 +540,10 @@ def _hit(
         if item != cid:
             lexical_score = dict(lexical_ranking).get(cid)
     # Positional, in Hit's field order (tests/read/test_search_fetch.py holds it to the keyword
-    # form): keywords cost ~0.5 us more a hit.
-    return Hit(cid, row.text, score, row.session_id, row.fact_id, row.date, row.roles, row.view, ranks,
-               {"dense": dense_score, "lexical": lexical_score}, stage, app, row.first_turn, row.last_turn,
-               dict(row.metadata))
+    # form): keywords cost ~0.5 us more a hit. Most items carry no metadata ("{}"): no parser.
+    return Hit(cid, text, score, session_id, fact_id, date, _ROLES.get(roles) or _roles(roles), view, ranks,
+               {"dense": dense_score, "lexical": lexical_score}, stage, app, first_turn, last_turn,
+               json.loads(metadata) if metadata and metadata != "{}" else {})
 
 
 def _merge_duplicates(hits: list[Hit]) -> list[Hit]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...dates import now_iso
 from ...types import Chunk, Message
-from ..base import ChunkRow, IndexedChunk, Item, ItemSummary, ItemVersion, SampleChunk, StoredChunk
+from ..base import ChunkRow, HitRow, IndexedChunk, Item, ItemSummary, ItemVersion, SampleChunk, StoredChunk
 from . import lines, sentences
 from .dialect import Cursor, Dialect, _same
 
@@ -272,6 +272,36 @@ def fetch_chunks(d: Dialect, cur: Cursor, app_id: int, chunk_ids: Sequence[int])
                 continue
             out[int(r[0])] = ChunkRow(int(r[0]), text(r[1]), text(r[2]), text(r[3]), text(r[4]), _roles(text(r[5])),
                                       text(r[6]), r[7], r[8], r[9], _metadata(r[10]))
+    return out
+
+
+def hit_rows_statements(d: Dialect, app: str, chunk_ids: Sequence[int]) -> list[tuple[str, tuple]]:
+    """The statements (and their parameters) that read the app's chunks among the ids as
+    ``HitRow`` tuples: one for up to 500 ids (SQLite; PostgreSQL: always one). The app is looked
+    up inside each: a read of one statement needs no transaction of its own. Metadata "{}" (most
+    items') comes back as None: no string made, none parsed."""
+    return [
+        # By primary key alone: ``+c.app_id`` keeps SQLite from looking each id up in the
+        # (app_id, id) index first (two searches a row); the app is still compared in SQL.
+        (d.sql("SELECT c.id, c.text, s.external_id, f.external_id, c.date, c.roles, c.view, c.first_turn, "
+               "c.last_turn, nullif(coalesce(s.metadata, f.metadata), '{}') FROM chunks c "
+               "LEFT JOIN sessions s ON s.id = c.session_id "
+               "LEFT JOIN facts f ON f.id = c.fact_id "
+               f"WHERE {test} AND +c.app_id = (SELECT id FROM apps WHERE name = ?)"), (*params, d.to_db(app)))
+        for test, params in d.in_list("c.id", d.bigints(chunk_ids), "bigint")
+    ]
+
+
+def hit_rows(d: Dialect, results: Sequence[Sequence[Sequence[Any]]]) -> dict[int, HitRow]:
+    """The rows ``hit_rows_statements`` read, by chunk id: SQLite's as they come."""
+    out: dict[int, HitRow] = {}
+    text = d.from_db
+    for rows in results:
+        if text is _same:
+            out.update({r[0]: r for r in rows})  # type: ignore[misc]
+            continue
+        out.update({int(r[0]): (int(r[0]), text(r[1]), text(r[2]), text(r[3]), text(r[4]), text(r[5]), text(r[6]),
+                                r[7], r[8], r[9]) for r in rows})
     return out
 
 

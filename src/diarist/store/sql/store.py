@@ -24,6 +24,7 @@ from ..base import (
     ChunkRow,
     Conflict,
     DocLengths,
+    HitRow,
     IndexedChunk,
     Item,
     ItemSummary,
@@ -304,6 +305,15 @@ class SQLStore(Store):
         with self._db.snapshot() as cur:
             app_id = self._app_id(cur, app)
             return {} if app_id is None else records.fetch_chunks(self.dialect, cur, app_id, chunk_ids)
+
+    def hit_rows(self, app: str, chunk_ids: Sequence[int]) -> dict[int, HitRow]:
+        if not len(chunk_ids):
+            return {}
+        statements = records.hit_rows_statements(self.dialect, app, chunk_ids)
+        if len(statements) == 1:  # a search's reads: one statement, one state, no BEGIN and COMMIT around it
+            return records.hit_rows(self.dialect, [self._db.read(*statements[0])])
+        with self._db.snapshot() as cur:
+            return records.hit_rows(self.dialect, [cur.execute(sql, params).fetchall() for sql, params in statements])
 
     def chunks_in_other_languages(self, app: str, chunk_ids: Sequence[int], language: str) -> set[int]:
         if not len(chunk_ids):
