@@ -136,14 +136,15 @@ def _upgrade_keeps_english_and_reanalyses_arabic_russian(url: str, caplog: pytes
             assert [chunk_id for chunk_id, _ in found] == [arabic[0][0]]
     assert (REANALYSE_NOTICE in caplog.text) is with_arabic_russian
     ids = dict(_query(url, "SELECT name, id FROM apps"))
-    assert sorted(rebuilt) == sorted(ids[app] for app in ("ar", "ru") if app in ids)  # never the English app
+    # never the English app (the Arabic one twice: version 5's migration re-analyses it again)
+    assert set(rebuilt) == {ids[app] for app in ("ar", "ru") if app in ids}
     assert _query(url, BY_TERM) == current  # the postings a fresh build writes
     assert [row for row in _query(url, RAW) if row[0] == "en"] == english_before  # not re-analysed: same term ids
     after = dict(_query(url, "SELECT name, generation FROM apps"))
     assert after["en"] == generations["en"]  # caches of the English app stay valid
     if with_arabic_russian:
         assert after["ar"] > generations["ar"] and after["ru"] > generations["ru"]
-    assert {v for (v,) in _query(url, "SELECT version FROM lex_stats")} == {lexical.VERSION} == {4}
+    assert {v for (v,) in _query(url, "SELECT version FROM lex_stats")} == {lexical.VERSION}
 
 
 @pytest.mark.parametrize("with_arabic_russian", [False, True], ids=["english-only", "arabic-russian"])
