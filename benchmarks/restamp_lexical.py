@@ -1,5 +1,6 @@
 """Stamp committed runs of one lexical analyzer version with the next, where the next provably
-ranks them the same (issue 43: version 4 changed only the terms of Arabic and Russian text).
+ranks them the same (issue 43: version 4 changed only the terms of Arabic and Russian text, version 5 only those of
+Arabic, Persian and Urdu text and Arabic questions).
 
     python benchmarks/restamp_lexical.py --from 3 --because "..." RUN_FOLDER...
     python benchmarks/restamp_lexical.py --from 3 --because "..." --rows FILE.jsonl.gz...
@@ -8,7 +9,8 @@ A run's ``config.json`` keeps every other field; ``lexical_version`` becomes thi
 ``lexical_restamped`` says from what and why. ``--rows``: rows that record the version one by one
 (the floor calibration's), rewritten by the floor's own writer. ``same_rankings.py`` and
 ``floor.py`` read the version: a run left at the old one is compared as an earlier analyzer's.
-Which runs qualify is shown by ``lexical_v4_unmoved.py`` and by re-running the affected haystacks.
+Which runs qualify is shown by ``lexical_v4_unmoved.py`` and ``lexical_v5_unmoved.py`` and by
+re-running the affected haystacks.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def restamp_run(folder: Path, old: int, because: str) -> str | None:
     if config.get("lexical_version") != old:
         return f"{folder}: records lexical version {config.get('lexical_version')}, not {old}"
     config["lexical_version"] = lexical.VERSION
-    config["lexical_restamped"] = f"from {old}: {because}"
+    earlier = config.get("lexical_restamped")  # kept: each stamp's evidence stays readable
+    config["lexical_restamped"] = f"from {old}: {because}" + (f" (before that, {earlier})" if earlier else "")
     path.write_text(dump(config), encoding="utf-8")
     return None
 

@@ -5,7 +5,6 @@ holds some from its stored text, each chunk in its recorded language."""
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,8 @@ from diarist import lexical
 from diarist.lexical import stopwords as stopwords_module
 from diarist.lexical.postings import REANALYSE_NOTICE
 from diarist.memory import Memory
-from diarist.store.sql import postings as sql_postings
+from diarist.store.sqlite.migrations import _reanalyse_arabic_russian
+from lexical_migration import BY_TERM, RAW, index_as, open_migrating, query, rankings, rewind_schema
 
 ARABIC = "ذهب أحمد إلى المكتبة في الصباح واشترى القلم والكتاب الذي طلبه المعلم منه"  # "والكتاب": and the book
 RUSSIAN = "Компания, которая построила этот мост через реку, была основана в Москве в 1900 году."
@@ -25,10 +25,6 @@ ENGLISH = ("Caroline adopted two dogs last spring", "Melanie is painting a sunri
            "The cat likes tuna")
 GERMAN = "Die Stadt Berlin hatte im Jahr 1900 fast zwei Millionen Einwohner und wuchs schnell weiter."
 QUESTIONS = ("adopting a dog", "paintings", "Caroline", "Einwohner Berlin")
-
-BY_TERM = ("SELECT a.name, t.term, p.block, p.data FROM lex_postings p JOIN lex_terms t ON t.id = p.term_id "
-           "JOIN apps a ON a.id = p.app_id ORDER BY 1, 2, 3")
-RAW = "SELECT a.name, p.term_id, p.block, p.data FROM lex_postings p JOIN apps a ON a.id = p.app_id ORDER BY 1, 2, 3"
 
 
 @contextmanager
@@ -38,55 +34,6 @@ def _version_3_analyzer() -> Iterator[None]:
         patch.setattr(sys.modules["diarist.lexical.analyze"], "NORMALISE", {})
         patch.setitem(stopwords_module.STOPWORDS, "ru", stopwords_module.STOPWORDS["ru"] - {"которая"})
         yield
-
-
-def _query(url: str, sql: str) -> list[tuple]:
-    if url.startswith("postgresql"):
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in conn.execute(sql)]
-    conn = sqlite3.connect(url)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
-def _rewind_schema(url: str) -> None:
-    """The schema as the release before version 4 left it: the new migration not yet run."""
-    if url.startswith("postgresql"):
-        import psycopg
-
-        from diarist.store.postgres.migrations import MIGRATIONS, _reanalyse_arabic_russian
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("DELETE FROM diarist_schema WHERE version > %s", (MIGRATIONS.index(_reanalyse_arabic_russian),))
-        return
-    from diarist.store.sqlite.migrations import MIGRATIONS, _reanalyse_arabic_russian
-
-    assert MIGRATIONS.index(_reanalyse_arabic_russian) == 12  # the 13th, rewound to just before it
-    conn = sqlite3.connect(url)
-    try:
-        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_reanalyse_arabic_russian)}")
-        conn.commit()
-    finally:
-        conn.close()
-
-
-def _as_version_3(memory: Memory, reanalyse: tuple[str, ...]) -> None:
-    """The apps ``reanalyse`` indexed as version 3 analysed them; every app's index stamped 3."""
-    store, d = memory.store, memory.store.dialect
-    with _version_3_analyzer(), store._db.write() as cur:
-        for app in reanalyse:
-            app_id = store._app_id(cur, app)
-            sql_postings.rebuild(d, cur, app_id, languages="recorded")
-            cur.execute(d.sql("UPDATE apps SET generation = generation + 1 WHERE id = ?"), (app_id,))
-        cur.execute("UPDATE lex_stats SET version = 3")
-
-
-def _rankings(memory: Memory, app: str) -> dict[str, list[tuple[str, float]]]:
-    return {q: [(h.id, h.score) for h in memory.search(q, app=app, k=5, rerank=False)] for q in QUESTIONS}
 
 
 def _upgrade_keeps_english_and_reanalyses_arabic_russian(url: str, caplog: pytest.LogCaptureFixture,
@@ -100,13 +47,13 @@ def _upgrade_keeps_english_and_reanalyses_arabic_russian(url: str, caplog: pytes
             memory.add_fact(ENGLISH[2], app="ar")
             memory.add_fact(RUSSIAN, app="ru")
             assert memory.store.language_counts("ar") == {"ar": 1, "en": 1}
-        fresh = _rankings(memory, "en")
-        current = _query(url, BY_TERM)
-        _as_version_3(memory, ("ar", "ru") if with_arabic_russian else ())
-    _rewind_schema(url)
-    version_3 = _query(url, BY_TERM)
-    english_before = [row for row in _query(url, RAW) if row[0] == "en"]
-    generations = dict(_query(url, "SELECT name, generation FROM apps"))
+        fresh = rankings(memory, "en", QUESTIONS)
+        current = query(url, BY_TERM)
+        index_as(memory, ("ar", "ru") if with_arabic_russian else (), _version_3_analyzer, 3)
+    rewind_schema(url, _reanalyse_arabic_russian, 13)
+    version_3 = query(url, BY_TERM)
+    english_before = [row for row in query(url, RAW) if row[0] == "en"]
+    generations = dict(query(url, "SELECT name, generation FROM apps"))
     if with_arabic_russian:
         assert version_3 != current
         assert ("ar", "كتاب") not in {row[:2] for row in version_3}, "version 3 left والكتاب whole"
@@ -114,36 +61,28 @@ def _upgrade_keeps_english_and_reanalyses_arabic_russian(url: str, caplog: pytes
     else:
         assert version_3 == current
 
-    rebuilt: list[int] = []
-    rebuild = sql_postings.rebuild
-
-    def spy(d, cur, app_id, **kwargs):  # type: ignore[no-untyped-def]
-        rebuilt.append(app_id)
-        return rebuild(d, cur, app_id, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch, caplog.at_level(logging.WARNING, logger="diarist"):
-        patch.setattr(sql_postings, "rebuild", spy)
-        memory = Memory(url, embedder="hash")  # migrates
+    memory, rebuilt = open_migrating(url, caplog)
     with memory:
         apps = ("en", "ar", "ru") if with_arabic_russian else ("en",)
         assert all(memory.lexical.status(app) is None for app in apps)
-        assert _rankings(memory, "en") == fresh
+        assert rankings(memory, "en", QUESTIONS) == fresh
         if with_arabic_russian:
             # "الكتاب" (the book) finds "والكتاب" (and the book) through the terms the migration wrote.
             found = memory.lexical.search("ar", lexical.analyze_question("الكتاب"), 5)
-            arabic = _query(url, "SELECT c.id FROM chunks c JOIN apps a ON a.id = c.app_id "
+            arabic = query(url, "SELECT c.id FROM chunks c JOIN apps a ON a.id = c.app_id "
                                  "WHERE a.name = 'ar' AND c.language = 'ar'")
             assert [chunk_id for chunk_id, _ in found] == [arabic[0][0]]
     assert (REANALYSE_NOTICE in caplog.text) is with_arabic_russian
-    ids = dict(_query(url, "SELECT name, id FROM apps"))
-    assert sorted(rebuilt) == sorted(ids[app] for app in ("ar", "ru") if app in ids)  # never the English app
-    assert _query(url, BY_TERM) == current  # the postings a fresh build writes
-    assert [row for row in _query(url, RAW) if row[0] == "en"] == english_before  # not re-analysed: same term ids
-    after = dict(_query(url, "SELECT name, generation FROM apps"))
+    ids = dict(query(url, "SELECT name, id FROM apps"))
+    # never the English app (the Arabic one twice: version 5's migration re-analyses it again)
+    assert set(rebuilt) == {ids[app] for app in ("ar", "ru") if app in ids}
+    assert query(url, BY_TERM) == current  # the postings a fresh build writes
+    assert [row for row in query(url, RAW) if row[0] == "en"] == english_before  # not re-analysed: same term ids
+    after = dict(query(url, "SELECT name, generation FROM apps"))
     assert after["en"] == generations["en"]  # caches of the English app stay valid
     if with_arabic_russian:
         assert after["ar"] > generations["ar"] and after["ru"] > generations["ru"]
-    assert {v for (v,) in _query(url, "SELECT version FROM lex_stats")} == {lexical.VERSION} == {4}
+    assert {v for (v,) in query(url, "SELECT version FROM lex_stats")} == {lexical.VERSION}
 
 
 @pytest.mark.parametrize("with_arabic_russian", [False, True], ids=["english-only", "arabic-russian"])
@@ -169,6 +108,6 @@ def test_an_app_of_another_version_is_left_to_reindex(tmp_path) -> None:
     conn.execute("UPDATE lex_stats SET version = 1")
     conn.commit()
     conn.close()
-    _rewind_schema(path)
+    rewind_schema(path, _reanalyse_arabic_russian, 13)
     with Memory(path, embedder="hash") as memory:
         assert "run: diarist reindex" in (memory.lexical.status("en") or "")

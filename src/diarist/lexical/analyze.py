@@ -38,6 +38,11 @@ QUESTION_SCAFFOLDING = frozenset(
 #: is scaffolding; after a name it is a possessive ("Calvin's concert") and is searched as before.
 CONTRACTED = frozenset("what where who how when why it that there here he she let".split())
 QUESTION_STOPWORDS = STOPWORDS | QUESTION_FILLERS | QUESTION_SCAFFOLDING
+#: Per language other than English: words of its questions' frames, left out of a question as its
+#: stopwords are (matched after ``NORMALISE``, before stemming; the passages keep them). Arabic: the
+#: frames "ما اسم", "كم عدد", "أي نوع", "اذكر" (what is the name of, how many, what kind of, name...).
+#: Read off failing development questions: a fit (docs/languages.md).
+QUESTION_STOPWORDS_IN: dict[str, frozenset[str]] = {"ar": frozenset("اسم الاسم عدد نوع اذكر".split())}
 #: Phrases of the same kinds, taken out of a question before it is analysed.
 QUESTION_PHRASES = re.compile(
     r"\b(?:these days|this days|at the moment|right now|at present|for now|as of now|as of today|"
@@ -52,10 +57,13 @@ QUESTION_PHRASES = re.compile(
 #: 4: Arabic words lose the clitics Snowball leaves on them (``arabic_word``), Russian
 #: interrogatives are stopwords (the stores' migrations re-analyse the apps of a version-3 index
 #: that hold Arabic or Russian chunks, and mark the others current: their terms are the same).
-VERSION = 4
+#: 5: Arabic words lose a preposition before the article ("بالكتاب", "للكتاب"); Arabic, Persian and
+#: Urdu write their digits as ASCII ones (the stores' migrations re-analyse the apps of a version-4
+#: index that hold chunks in them, and mark the others current).
+VERSION = 5
 #: The chunk languages whose terms a version changed from the one before it. An index of the
 #: version before that holds no chunk in them is the same index.
-CHANGED_LANGUAGES = {4: ("ar", "ru")}
+CHANGED_LANGUAGES = {4: ("ar", "ru"), 5: ("ar", "fa", "ur")}
 
 _local = threading.local()  # a PyStemmer object is not to be shared between threads
 # Each distinct word is stemmed once per process: a dictionary lookup per token after that
@@ -109,7 +117,9 @@ def analyze_question(text: str) -> list[str]:
     language is analysed as a passage in it."""
     language = detect(text)
     if language != ENGLISH:  # the question scaffolding below is English's
-        return analyze_in(text, language)
+        scaffolding = QUESTION_STOPWORDS_IN.get(language)
+        terms = analyze_in(text, language, leave_out=scaffolding) if scaffolding else []
+        return terms or analyze_in(text, language)
     kept = QUESTION_PHRASES.sub(" ", unicodedata.normalize("NFKC", text))
     words = _TOKEN.findall(unicodedata.normalize("NFKC", kept).casefold())
     get = _STEMS.get
@@ -179,19 +189,42 @@ _AR_HAMZA_ALEF = ("أ", "إ", "آ")
 _AR_CLITICS = _AR_CONJUNCTIONS + _AR_PREPOSITIONS
 
 
+def arabic_preposition_article(word: str) -> str | None:
+    """The word without a preposition before the article, after an optional conjunction, when
+    AR_MIN_STEM letters follow the article ("بالكتاب", "وبالكتاب" -> "الكتاب"; ل + ال is written
+    لل: "للكتاب" -> "الكتاب"); None when it has none. Snowball takes these off only from long
+    words (بال, كال: more than 6 letters; لل: more than 5), so "باللغة" never met "اللغة"."""
+    body = word[1:] if word[0] in _AR_CONJUNCTIONS and len(word) > AR_MIN_STEM else word
+    if body[0] in _AR_PREPOSITIONS and body[1:3] == _AR_ARTICLE and len(body) - 3 >= AR_MIN_STEM:
+        return body[1:]
+    if body.startswith("لل") and len(body) - 2 >= AR_MIN_STEM:
+        return _AR_ARTICLE + body[2:]
+    return None
+
+
 def arabic_word(word: str) -> str:
     """An Arabic word without the clitics Snowball leaves on it: a conjunction or preposition
-    before a stopword ("وفي" -> "في", "لماذا" -> "ماذا": then left out as one); a conjunction
+    before a stopword ("وفي" -> "في", "لماذا" -> "ماذا": then left out as one); a preposition
+    before the article ("بالكتاب" -> "الكتاب", ``arabic_preposition_article``); a conjunction
     before the article ("والكتاب" -> "الكتاب"); a preposition before a hamza's alef ("لأول" ->
     "أول")."""
     if len(word) > 1 and word[0] in _AR_CLITICS and word[1:] in stopwords("ar"):
         return word[1:]
+    with_article = arabic_preposition_article(word)
+    if with_article is not None:
+        return with_article
     if word[0] in _AR_CONJUNCTIONS and word[1:].startswith(_AR_ARTICLE) and len(word) - 1 - len(_AR_ARTICLE) >= AR_MIN_STEM:
         word = word[1:]
     if len(word) > AR_MIN_STEM and word[0] in _AR_PREPOSITIONS and word[1] in _AR_HAMZA_ALEF:
         return word[1:]
     return word
 
+
+#: The languages that write the Eastern Arabic digits (٠-٩, and Persian's ۰-۹): written as ASCII
+#: ones before analysis, so "۲۰۱۵" meets "2015" (NFKC leaves them apart; Snowball's Arabic stemmer
+#: rewrites ٠-٩, not ۰-۹, and Persian's and Urdu's analysis kept both).
+EASTERN_DIGITS_IN = ("ar", "fa", "ur")
+_EASTERN_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹", "0123456789" * 2)
 
 #: Words normalised per language before its stopwords and stemmer (a word in, a word out; each
 #: leaves the language's stopwords as they are).
@@ -204,15 +237,18 @@ def bigrams(run: str) -> list[str]:
     return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def analyze_in(text: str, language: str, *, keep_stopwords: bool = False) -> list[str]:
+def analyze_in(text: str, language: str, *, keep_stopwords: bool = False,
+               leave_out: frozenset[str] = frozenset()) -> list[str]:
     """Text in a language other than English -> index terms: NFKC, case-folded words (combining
-    marks kept in them), that language's stopwords out and its Snowball stem. Chinese, Japanese
+    marks kept in them), that language's stopwords (and ``leave_out``) out and its Snowball stem. Chinese, Japanese
     and Thai are cut into character bigrams; the words of other scripts inside them (a name, a
     term of art) are analysed as English."""
     text = unicodedata.normalize("NFKC", text).casefold()
+    if language in EASTERN_DIGITS_IN:
+        text = text.translate(_EASTERN_DIGITS)
     words = _WORD.findall(text)
     if language not in UNSPACED:
-        stops = frozenset() if keep_stopwords else stopwords(language)
+        stops = frozenset() if keep_stopwords else stopwords(language) | leave_out
         normalise = NORMALISE.get(language)
         if normalise is not None:
             words = [normalise(w) for w in words]

@@ -44,6 +44,13 @@ def _reanalyse_arabic_russian(conn: psycopg.Connection) -> None:
         sql_postings.reanalyse_changed(DIALECT, cur, 4)
 
 
+def _reanalyse_arabic_script(conn: psycopg.Connection) -> None:
+    """11: lexical version 5 (Arabic prepositions before the article; Eastern Arabic digits), as
+    SQLite's migration 15."""
+    with conn.cursor() as cur:
+        sql_postings.reanalyse_changed(DIALECT, cur, 5)
+
+
 def _sentence_vectors(conn: psycopg.Connection) -> None:
     """10: as SQLite's migration 14. Idempotent: a database rewound past it (tests do) keeps its
     table, and its apps keep what reindex recorded."""
@@ -226,6 +233,8 @@ MIGRATIONS: list[str | Callable[[psycopg.Connection], None]] = [
     # 10: the vectors of short memories' sentences, deleted with their chunk; apps holding chunks
     # wait for ``diarist reindex`` (as SQLite's migration 14).
     _sentence_vectors,
+    # 11: Arabic, Persian and Urdu analysed by lexical version 5's rules (as SQLite's migration 15).
+    _reanalyse_arabic_script,
 ]
 
 #: Every table the migrations create: a schema holding some of them without ``diarist_schema``

@@ -38,6 +38,13 @@ def _reanalyse_arabic_russian(conn: sqlite3.Connection) -> None:
     sql_postings.reanalyse_changed(DIALECT, conn.cursor(), 4)
 
 
+def _reanalyse_arabic_script(conn: sqlite3.Connection) -> None:
+    """15: lexical version 5 (Arabic prepositions before the article; Eastern Arabic digits in
+    Arabic, Persian and Urdu): a version-4 index is re-analysed where its app holds chunks in
+    them, marked current elsewhere."""
+    sql_postings.reanalyse_changed(DIALECT, conn.cursor(), 5)
+
+
 def _record_languages(conn: sqlite3.Connection) -> None:
     """The language each chunk's terms were analysed in (ISO 639-1, ``diarist.lexical.language``).
     NULL: stored before languages were recorded, so analysed as English; ``diarist reindex``
@@ -236,6 +243,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # (read.sentences). A chunk's sentences go with it (the foreign key cascades). Apps holding
     # chunks wait for ``diarist reindex`` (Memory.index_sentences); until then they read as before.
     _sentence_vectors,
+    # 15: Arabic, Persian and Urdu analysed by lexical version 5's rules (_reanalyse_arabic_script).
+    _reanalyse_arabic_script,
 ]
 
 
