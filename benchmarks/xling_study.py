@@ -18,9 +18,16 @@ Variant families (each a grid; the shipped point is in every grid):
   chunks (the fused ranking's), then scored again;
 - ``center``: the memories' mean vector (of the chunk vectors: the database's own) taken off
   chunk, sentence and query vectors (times c) before the cosines, for a question in another
-  language than the chunks.
+  language than most chunks; ``center-always`` for every question; ``center-candidates`` and
+  ``center-sentences`` other means (of the sentences; of the dense candidates' sentences) and the
+  sentences alone; ``center-pool``, ``center-prf``, ``abtt`` (the memories' first principal
+  directions off too) and ``joint`` on top of it.
 
-    python benchmarks/xling_study.py OUT.json --capture /tmp/xling_dev.npz [--aside /tmp/xling_aside.npz]
+- ``--mono``: the shipped choice, the mean taken off for every question (no gate), its share
+  chosen over questions across and within languages together (``both_modes``).
+
+    python benchmarks/xling_study.py OUT.json --capture /tmp/xling_dev.npz \
+        --mono /tmp/xling_mono_{de,es,ru,zh,ar,hi}.npz [--aside /tmp/xling_aside.npz --at 0.75]
 """
 
 from __future__ import annotations
@@ -129,7 +136,8 @@ class Language:
                 xn = np.sqrt(np.maximum(1 - 2 * c * xm + c * c * m2, 1e-12))
                 return (xq - c * qm - c * xm + c * c * m2) / (qn * xn)
 
-            # Only where most chunks are in another language than the question (the product's gate).
+            # gate "other": only where most chunks are in another language than the question (tried);
+            # "always": every question, as the product does.
             gate = (self.other.mean(axis=1) > 0.5)[:, None] | (p["gate"] == "always")
             sent_cos = np.where(gate, centered(self.sents, sent_cos), sent_cos)
             if p["center_on"] == "all":
@@ -228,12 +236,40 @@ def lolo(r1: dict[str, np.ndarray], points: list[dict], shipped: int) -> dict:
     return folds
 
 
+CENTERS = (0.0, 0.25, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0)
+
+
+def both_modes(cross: dict[str, Language], mono_paths: list[Path], dev: list[str]) -> dict:
+    """The shipped choice: the share of the mean taken off for every question (no language gate),
+    chosen leaving one language out over both modes (the other five languages' questions over
+    English paragraphs and over their own), each held-out language scored out of sample in both."""
+    mono = {}
+    for path in mono_paths:
+        mono |= load(path)[1]
+    points = [SHIPPED | {"center": c, "gate": "always"} for c in CENTERS]
+    r1 = {(lang, mode): np.array([data[lang].hits(p).mean() for p in points])
+          for lang in dev for mode, data in (("cross", cross), ("mono", mono))}
+    folds = {}
+    for held in dev:
+        others = np.mean([v for (lang, _), v in r1.items() if lang != held], axis=0)
+        chosen = int(np.argmax(others))
+        folds[held] = {"chosen": CENTERS[chosen]} | {
+            f"{mode}_r@1_{what}": round(float(r1[(held, mode)][at]), 4)
+            for mode in ("cross", "mono") for what, at in (("before", 0), ("out_of_sample", chosen),
+                                                           ("best_in_sample", int(np.argmax(r1[(held, mode)]))))}
+    every = np.mean(list(r1.values()), axis=0)
+    return {"grid": CENTERS, "folds": folds, "chosen_by_all_dev": CENTERS[int(np.argmax(every))],
+            "r@1_by_center": {f"{lang}/{mode}": [round(float(v), 4) for v in r1[(lang, mode)]] for lang, mode in r1}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--capture", type=Path, required=True)
     parser.add_argument("--families", default="sentences,prf,center")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--mono", nargs="*", type=Path, default=[],
+                        help="captures of questions over their own language's paragraphs (--memory LANG)")
     parser.add_argument("--aside", type=Path, help="a capture of the kept-aside languages, scored once")
     parser.add_argument("--at", type=float, default=0.75, help="the centering chosen on the development languages")
     args = parser.parse_args()
@@ -257,13 +293,16 @@ def main() -> None:
                                       "r@1_at_all_dev": {x: round(float(r1[x].mean(axis=0)[all_dev]), 4) for x in dev}}
         if len(points) <= 20:  # the whole curve, each point as it differs from the shipped one
             result["families"][family]["r@1_by_point"] = [
-                {"point": {k: v for k, v in p.items() if v != SHIPPED[k]},
+                {"point": {k: v for k, v in p.items() if v != SHIPPED.get(k)},
                  "r@1": {x: round(float(r1[x][:, i].mean()), 4) for x in dev},
                  "mean": round(float(np.mean([r1[x][:, i].mean() for x in dev])), 4)} for i, p in enumerate(points)]
         print(family, json.dumps(result["families"][family], indent=None)[:3000], flush=True)
+    if args.mono:
+        result["shipped_choice"] = both_modes(langs, args.mono, dev)
+        print("both modes", json.dumps(result["shipped_choice"])[:3000], flush=True)
     if args.aside:  # once, at the value chosen on the development languages, next to the shipped setting
         _, aside = load(args.aside)
-        chosen = SHIPPED | {"center": args.at}
+        chosen = SHIPPED | {"center": args.at, "gate": "always"}
         result["aside"] = {"at": chosen, "r@1": {}}
         for lang, data in aside.items():
             if lang == "en":
