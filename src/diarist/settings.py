@@ -42,11 +42,23 @@ LEXICAL_AGREEMENT = {"multilingual-e5-small": 0.1}
 # its chunk cosines), multilingual-e5-small leaving one XQuAD language out (benchmarks/sentences_cv.py,
 # benchmarks/sentences_joint_cv.py, docs/languages.md).
 SENTENCE_WEIGHT = {"multilingual-e5-small": 0.5}
+# The share of the memories' mean vector taken off the question's, the dense candidates' and their
+# sentences' vectors before the cosines (diarist.read.center, in the sentences stage), per embedding
+# model (its model id's start); 0 (cosines as they are) for the others. multilingual-e5-small: 0.75,
+# chosen leaving one XQuAD language out over questions across and within languages (5 of 6 folds;
+# 0.8 in 1: benchmarks/xling_study.py, benchmarks/results/xquad/center/, docs/languages.md). The
+# default MiniLM is not listed: its rules downstream were fitted on its plain cosines.
+CENTER = {"multilingual-e5-small": 0.75}
 
 
 def sentence_weight(model_id: str) -> float:
     """``SENTENCE_WEIGHT`` for an embedding model (0: its chunks' cosines alone)."""
     return next((value for start, value in SENTENCE_WEIGHT.items() if model_id.startswith(start)), 0.0)
+
+
+def center_share(model_id: str) -> float:
+    """``CENTER`` for an embedding model (0: cosines as they are)."""
+    return next((value for start, value in CENTER.items() if model_id.startswith(start)), 0.0)
 
 
 def lexical_agreement(model_id: str) -> float:

@@ -17,6 +17,12 @@ so a database without sentence vectors reads exactly as before. The floor still 
 chunk cosine (``Search.best_cosine``, set by the channels): it was calibrated on it.
 w is chosen by cross-validation on the everyday set's dev folds and XQuAD's languages
 (``benchmarks/sentences_cv.py``).
+
+Under a model that ``settings.CENTER`` lists (multilingual-e5-small), the question is compared
+with its candidates after the memories' mean vector is taken off (``read.center``): the candidates'
+cosines and their sentences' are the centered ones, then blended as above. Chosen leaving one
+XQuAD language out, questions over English memories and over their own language's
+(``benchmarks/xling_study.py``); every other model reads exactly as before.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 
 from .. import settings
 from .block import SAME_SUBJECT_MAX_LINES, sentences_of
+from .center import app_mean, centered_scores, centered_sentences, exact_index
 from .trim import lines_of
 
 #: The study's switch (benchmarks/sentences_cv.py): the floor reads the best blended score
@@ -59,32 +66,63 @@ def sentences_to_store(kind: str, metadata: Mapping[str, Any], texts: Sequence[s
     return out
 
 
-def best_sentences(found: Mapping[int, np.ndarray], queries: np.ndarray) -> dict[int, float]:
-    """Per chunk, the best cosine of any of its sentences to any query vector: one product for all."""
+def best_sentences(found: Mapping[int, np.ndarray], queries: np.ndarray,
+                   center: tuple[np.ndarray, float] | None = None) -> dict[int, float]:
+    """Per chunk, the best cosine of any of its sentences to any query vector: one product for all
+    (``center``: the memories' mean and its share, taken off first: ``read.center``)."""
     ids = list(found)
     counts = [len(found[cid]) for cid in ids]
-    per_sentence = np.max(queries @ np.concatenate([found[cid] for cid in ids]).T, axis=0)
+    stacked = np.concatenate([found[cid] for cid in ids])
+    products = queries @ stacked.T if center is None else centered_sentences(stacked, queries, *center)
+    per_sentence = np.max(products, axis=0)
     starts = np.cumsum([0, *counts[:-1]])
     return dict(zip(ids, np.maximum.reduceat(per_sentence, starts).tolist()))
 
 
+def centering(search: Any) -> tuple[Any, np.ndarray, float] | None:
+    """(the exact scan, the memories' mean, its share) when the model is listed in
+    ``settings.CENTER``; else None (read as before)."""
+    share = center_share(search.channels.embedder.model_id)
+    if not share:
+        return None
+    channels = search.channels
+    mean = app_mean(channels.store, search.app)
+    return None if mean is None else (exact_index(channels.store, channels.dense, channels.filtered_dense), mean, share)
+
+
+def center_share(model_id: str) -> float:
+    """``settings.CENTER`` for a model (0: none); read at call time, so a study can set it."""
+    return settings.center_share(model_id)
+
+
 def rescore_by_sentences(search: Any) -> None:
-    """The sentences stage: the dense ranking's short memories rescored by their best sentence."""
+    """The sentences stage: the dense ranking's short memories rescored by their best sentence,
+    after the memories' mean is taken off under a model that asks for it (``centering``)."""
     weight, store, dense = search.settings.sentence_weight, search.channels.store, search.dense
     if weight is None:
         weight = settings.sentence_weight(search.channels.embedder.model_id)
-    if not weight or not dense or not store.keeps_sentences or search.query_vectors is None:
+    if not dense or search.query_vectors is None:
         return
-    found = store.sentence_vectors(search.app, [cid for cid, _ in dense])
-    if not found:  # no record: a database without sentence vectors reads, and traces, as before
+    center = centering(search)
+    if center is None and (not weight or not store.keeps_sentences):
+        return
+    found = store.sentence_vectors(search.app, [cid for cid, _ in dense]) if weight and store.keeps_sentences else {}
+    if not found and center is None:  # no record: a database without sentence vectors reads, and traces, as before
         return
     queries = np.asarray(search.query_vectors, dtype=np.float32)
     queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
-    best = best_sentences(found, queries)
-    rescored = [(cid, (1.0 - weight) * cosine + weight * best[cid] if cid in best else cosine) for cid, cosine in dense]
+    cosines = [cosine for _, cosine in dense]
+    if center is not None:
+        exact, mean, share = center
+        cosines = centered_scores(exact, search.app, [cid for cid, _ in dense], queries, mean, share).tolist()
+    best = best_sentences(found, queries, None if center is None else (center[1], center[2])) if found else {}
+    rescored = [(cid, (1.0 - weight) * cosine + weight * best[cid] if cid in best else cosine)
+                for (cid, _), cosine in zip(dense, cosines)]
     search.dense = sorted(rescored, key=lambda pair: -pair[1])  # stable: ties keep the channel's order
     if FLOOR_READS_BLEND:
         search.best_cosine = search.dense[0][1]
     moved = sum(a != b for (a, _), (b, _) in zip(dense, search.dense))
+    centered = "" if center is None else f"the memories' mean taken off (x{center[2]:g}); "
     search.trace.record("sentences", len(dense), 0,
-                        f"{len(found)} short memories rescored by their best sentence (w {weight:g}); {moved} places changed")
+                        f"{centered}{len(found)} short memories rescored by their best sentence (w {weight:g}); "
+                        f"{moved} places changed")
