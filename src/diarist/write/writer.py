@@ -403,9 +403,7 @@ class Writer:
             while page := self.store.list_items(app, kind, 1000, len(ids)):
                 ids += [s.external_id for s in page]
             for start in range(0, len(ids), batch):
-                stored = [(item, self.store.item_chunks(app, kind, item.external_id))
-                          for item in (self.store.get_item(app, kind, i) for i in ids[start : start + batch])
-                          if item is not None]
+                stored = self.store.items_with_chunks(app, kind, ids[start : start + batch])
                 vectors = self.sentences_of([(item, [c.chunk for c in chunks]) for item, chunks in stored])
                 ids_in_order = [c.chunk_id for _, chunks in stored for c in chunks]
                 done += self.store.put_sentence_vectors(app, list(zip(ids_in_order, vectors)))
