@@ -480,7 +480,8 @@ class Store(ABC):
         """One item's chunks as stored, in chunk id order (the order ``put_items`` got them), with
         their vectors; [] when the item is absent. What ``diarist migrate`` copies a store with."""
 
-    def items_with_chunks(self, app: str, kind: str, external_ids: Sequence[str]) -> list[tuple[Item, list[StoredChunk]]]:
+    def items_with_chunks(self, app: str, kind: str,
+                          external_ids: Sequence[str]) -> list[tuple[Item, list[StoredChunk]]]:
         """The stored items among ``external_ids`` (in that order; one not stored is left out),
         each with its chunks (``get_item``, ``item_chunks``). This default reads them one at a
         time; the SQL stores read a batch in a few statements."""

@@ -168,7 +168,8 @@ class Writer:
         done = floats if floats is not None else {}
         rest = [s for s in unique if s not in done]
         new = dict(zip(rest, self.embed_lines(rest))) if rest else {}
-        vectors = dict(zip(unique, unit_rows(np.stack([done[s] if s in done else new[s] for s in unique])))) if unique else {}
+        rows = [done[s] if s in done else new[s] for s in unique]
+        vectors = dict(zip(unique, unit_rows(np.stack(rows)))) if unique else {}
         empty = np.zeros((0, self.embedder.dim), np.float32)
         return [np.stack([vectors[s] for s in found]) if found else empty for found in per_chunk]
 
