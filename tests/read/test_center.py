@@ -134,6 +134,8 @@ def test_the_cached_mean_follows_deletes_and_writes_on_both_stores(where):
         memory.delete("f0", app="a", kind="fact")
         memory.add_fact("The old mill by the river now houses a bakery.", fact_id="g2", app="a")
         assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)  # a delete, then a write
+        memory.add_fact("The harbour was rebuilt after the flood of 1953.", fact_id="g0", app="a")  # a replace
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
         for item in [f"f{n}" for n in (1, 3, 4, 5)] + ["g0", "g1", "g2"]:
             memory.delete(item, app="a", kind="fact")
         assert app_mean(store, "a") is None  # every item deleted: the app is empty
@@ -143,3 +145,28 @@ def test_the_cached_mean_follows_deletes_and_writes_on_both_stores(where):
         assert app_mean(store, "a") is None
         memory.add_fact(ENGLISH[4], fact_id="h1", app="a")  # the app created again: a new epoch
         assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
+
+
+def _centered_dense_scores_match(memory: Memory, question: str) -> None:
+    results = memory.search(question, app="a", k=10, explain=True)
+    batch = memory.store.read_vectors("a")
+    vectors = dequantize(batch.vectors)
+    query = _unit(np.asarray(memory.embedder.embed_query([question]))[0])
+    mean = vectors.mean(axis=0)
+    expected = dict(zip(batch.ids.tolist(), _unit(query - 0.75 * mean) @ _unit(vectors - 0.75 * mean).T))
+    assert len(results) == len(batch.ids)
+    for hit in results:
+        assert hit.scores["dense"] == pytest.approx(float(expected[hit.chunk_id]), abs=1e-5)
+
+
+def test_a_warm_centered_search_follows_deletes_and_writes_on_both_stores(where, monkeypatch):
+    with _filled(where) as memory:
+        monkeypatch.setitem(settings.CENTER, memory.embedder.model_id, 0.75)
+        question = "When did the river flood the old town?"
+        _centered_dense_scores_match(memory, question)  # the mean and the exact scan now kept
+        memory.delete("f0", app="a", kind="fact")
+        _centered_dense_scores_match(memory, question)
+        memory.add_fact("The river flooded again in 1953 and the old town was rebuilt.", fact_id="g0", app="a")
+        _centered_dense_scores_match(memory, question)
+        memory.add_fact("The river never flooded the new town.", fact_id="f3", app="a")  # a replace
+        _centered_dense_scores_match(memory, question)
