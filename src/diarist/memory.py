@@ -272,7 +272,7 @@ class Memory:
                                   after=[draft, "cut", "trim", "budget"])
         except UnknownApp:
             return ContextBlock(notes=[f"app {app!r} holds no memory yet"])
-        return finish(draft, results._trace, results.notes)
+        return finish(draft, results.stage_trace, results.notes)
 
     def _line_cosines(self, query: str, vector: np.ndarray | None = None,
                       app: str | None = None) -> Callable[[Sequence[str]], np.ndarray]:

@@ -86,3 +86,87 @@ def test_the_centered_dense_scores_are_the_centered_cosines(memory, monkeypatch)
     by_fact = {f"f{n}": float(v) for n, v in enumerate(expected)}
     for hit in results:
         assert hit.scores["dense"] == pytest.approx(by_fact[hit.id], abs=1e-5)
+
+
+# -- the same on PostgreSQL ---------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A fresh place for a store: a SQLite file, or a fresh schema of the test PostgreSQL server."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_server").new_url("center")
+    return str(tmp_path / "center.sqlite")
+
+
+def _filled(where: str) -> Memory:
+    memory = Memory(where, embedder="hash")
+    for n, text in enumerate(ENGLISH):
+        memory.add_fact(text, fact_id=f"f{n}", app="a")
+    return memory
+
+
+def _stored_mean(memory: Memory) -> np.ndarray:
+    return dequantize(memory.store.read_vectors("a").vectors).mean(axis=0)
+
+
+def test_postgresql_ranks_the_centered_search_as_sqlite(pg_server, tmp_path, monkeypatch):
+    questions = [GERMAN, "When did the river flood the old town?", "Which club won the cup?", "apples and pears"]
+    with _filled(str(tmp_path / "a.sqlite")) as lite, _filled(pg_server.new_url("center")) as pg:
+        monkeypatch.setitem(settings.CENTER, lite.embedder.model_id, 0.75)
+        assert np.allclose(app_mean(pg.store, "a"), app_mean(lite.store, "a"), atol=1e-6)
+        for question in questions:
+            (on_sqlite, detail), (on_pg, pg_detail) = _search(lite, question), _search(pg, question)
+            assert "mean taken off (x0.75" in detail and "mean taken off (x0.75" in pg_detail
+            assert [i for i, _ in on_pg] == [i for i, _ in on_sqlite]
+            assert [s for _, s in on_pg] == pytest.approx([s for _, s in on_sqlite], abs=1e-6)
+
+
+def test_the_cached_mean_follows_deletes_and_writes_on_both_stores(where):
+    with _filled(where) as memory:
+        store = memory.store
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
+        memory.delete("f2", app="a", kind="fact")  # a purge: the cache is read again, not extended
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
+        memory.add_fact("The harbour was rebuilt after the storm of 1953.", fact_id="g0", app="a")
+        memory.add_fact("The museum opens its new wing for modern art in May.", fact_id="g1", app="a")
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)  # extended by the two
+        memory.delete("f0", app="a", kind="fact")
+        memory.add_fact("The old mill by the river now houses a bakery.", fact_id="g2", app="a")
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)  # a delete, then a write
+        memory.add_fact("The harbour was rebuilt after the flood of 1953.", fact_id="g0", app="a")  # a replace
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
+        for item in [f"f{n}" for n in (1, 3, 4, 5)] + ["g0", "g1", "g2"]:
+            memory.delete(item, app="a", kind="fact")
+        assert app_mean(store, "a") is None  # every item deleted: the app is empty
+        memory.add_fact(ENGLISH[1], fact_id="h0", app="a")
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
+        memory.delete_app("a")
+        assert app_mean(store, "a") is None
+        memory.add_fact(ENGLISH[4], fact_id="h1", app="a")  # the app created again: a new epoch
+        assert np.allclose(app_mean(store, "a"), _stored_mean(memory), atol=1e-6)
+
+
+def _centered_dense_scores_match(memory: Memory, question: str) -> None:
+    results = memory.search(question, app="a", k=10, explain=True)
+    batch = memory.store.read_vectors("a")
+    vectors = dequantize(batch.vectors)
+    query = _unit(np.asarray(memory.embedder.embed_query([question]))[0])
+    mean = vectors.mean(axis=0)
+    expected = dict(zip(batch.ids.tolist(), _unit(query - 0.75 * mean) @ _unit(vectors - 0.75 * mean).T))
+    assert len(results) == len(batch.ids)
+    for hit in results:
+        assert hit.scores["dense"] == pytest.approx(float(expected[hit.chunk_id]), abs=1e-5)
+
+
+def test_a_warm_centered_search_follows_deletes_and_writes_on_both_stores(where, monkeypatch):
+    with _filled(where) as memory:
+        monkeypatch.setitem(settings.CENTER, memory.embedder.model_id, 0.75)
+        question = "When did the river flood the old town?"
+        _centered_dense_scores_match(memory, question)  # the mean and the exact scan now kept
+        memory.delete("f0", app="a", kind="fact")
+        _centered_dense_scores_match(memory, question)
+        memory.add_fact("The river flooded again in 1953 and the old town was rebuilt.", fact_id="g0", app="a")
+        _centered_dense_scores_match(memory, question)
+        memory.add_fact("The river never flooded the new town.", fact_id="f3", app="a")  # a replace
+        _centered_dense_scores_match(memory, question)

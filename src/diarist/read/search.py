@@ -108,6 +108,12 @@ class Results(list):
         return self._trace.records
 
     @property
+    def stage_trace(self) -> Trace:
+        """The trace itself (``trace`` is its records): what the context block's last stages
+        (``read.budget.finish``) add theirs to."""
+        return self._trace
+
+    @property
     def dropped(self) -> list[Dropped]:
         return self._trace.dropped
 

@@ -480,6 +480,14 @@ class Store(ABC):
         """One item's chunks as stored, in chunk id order (the order ``put_items`` got them), with
         their vectors; [] when the item is absent. What ``diarist migrate`` copies a store with."""
 
+    def items_with_chunks(self, app: str, kind: str,
+                          external_ids: Sequence[str]) -> list[tuple[Item, list[StoredChunk]]]:
+        """The stored items among ``external_ids`` (in that order; one not stored is left out),
+        each with its chunks (``get_item``, ``item_chunks``). This default reads them one at a
+        time; the SQL stores read a batch in a few statements."""
+        items = (self.get_item(app, kind, e) for e in dict.fromkeys(external_ids))
+        return [(item, self.item_chunks(app, kind, item.external_id)) for item in items if item is not None]
+
     # -- the dense channel's storage ---------------------------------------------------------
 
     @abstractmethod

@@ -7,7 +7,7 @@ write to it: ``add_items`` (which ``add_session(s)`` and ``add_fact(s)`` feed), 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,15 +155,21 @@ class Writer:
                                     sentences=sentences[n] if sentences is not None else ()))
         return out
 
-    def sentences_of(self, todo: Sequence[tuple[Item, Sequence[Chunk]]]) -> list[np.ndarray]:
+    def sentences_of(self, todo: Sequence[tuple[Item, Sequence[Chunk]]],
+                     floats: Mapping[str, np.ndarray] | None = None) -> list[np.ndarray]:
         """Per chunk of the items (in order), the float32 unit vectors of its sentences when its
         item is a short memory (``read.sentences.sentences_to_store``; else an empty array),
-        each distinct sentence embedded once."""
+        each distinct sentence embedded once: ``floats`` (text -> vector embedded in this write)
+        first, as a line of one sentence is that sentence and was embedded with the lines."""
         per_chunk = [found for item, chunks in todo
                      for found in sentences_to_store(item.kind, item.metadata, [c.text for c in chunks],
                                                      [c.dense_text if c.dense else None for c in chunks])]
         unique = list(dict.fromkeys(s for found in per_chunk for s in found))
-        vectors = dict(zip(unique, unit_rows(self.embed_lines(unique)))) if unique else {}
+        done = floats if floats is not None else {}
+        rest = [s for s in unique if s not in done]
+        new = dict(zip(rest, self.embed_lines(rest))) if rest else {}
+        rows = [done[s] if s in done else new[s] for s in unique]
+        vectors = dict(zip(unique, unit_rows(np.stack(rows)))) if unique else {}
         empty = np.zeros((0, self.embedder.dim), np.float32)
         return [np.stack([vectors[s] for s in found]) if found else empty for found in per_chunk]
 
@@ -192,10 +198,10 @@ class Writer:
         if not unique:
             return [[] for _ in texts]
         def embed(lines: list[str]) -> np.ndarray:
-            done = floats or {}
+            done = floats if floats is not None else {}
             rest = [line for line in lines if line not in done]
-            new = dict(zip(rest, self.embed_lines(rest))) if rest else {}
-            return np.stack([done[line] if line in done else new[line] for line in lines])
+            done.update(zip(rest, self.embed_lines(rest)) if rest else ())  # kept: the sentences' too
+            return np.stack([done[line] for line in lines])
 
         once = LineVectors(embed, capacity=0)  # the same rule as the trim's, keeping nothing
         vectors = dict(zip(unique, once(unique, self.stored_lines(app))))
@@ -216,10 +222,12 @@ class Writer:
         # A chunk whose vector reads all of it was counted by diarist's chunker: its count is its text's.
         counts = {} if self.chunker is not None else {
             c.text: c.n_tokens for _, chunks in todo for c in chunks if c.dense and c.embed_text is None}
-        floats: dict[str, np.ndarray] | None = {} if self.store_lines else None
+        # The float vectors of every text embedded in this write (chunks, then lines), so that a
+        # text that is also a line or a sentence is embedded once.
+        floats: dict[str, np.ndarray] | None = {} if self.store_lines or self.store.keeps_sentences else None
         vectors = self.embed_int8(texts, progress, known, counts, floats)
         lines = self.lines_of(app, [c.text for _, chunks in todo for c in chunks], floats) if self.store_lines else None
-        sentences = self.sentences_of(todo) if self.store.keeps_sentences else None
+        sentences = self.sentences_of(todo, floats) if self.store.keeps_sentences else None
         items, start, at = [], 0, 0
         for item, chunks in todo:
             n_dense = sum(c.dense for c in chunks)
@@ -396,9 +404,7 @@ class Writer:
             while page := self.store.list_items(app, kind, 1000, len(ids)):
                 ids += [s.external_id for s in page]
             for start in range(0, len(ids), batch):
-                stored = [(item, self.store.item_chunks(app, kind, item.external_id))
-                          for item in (self.store.get_item(app, kind, i) for i in ids[start : start + batch])
-                          if item is not None]
+                stored = self.store.items_with_chunks(app, kind, ids[start : start + batch])
                 vectors = self.sentences_of([(item, [c.chunk for c in chunks]) for item, chunks in stored])
                 ids_in_order = [c.chunk_id for _, chunks in stored for c in chunks]
                 done += self.store.put_sentence_vectors(app, list(zip(ids_in_order, vectors)))

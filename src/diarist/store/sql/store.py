@@ -340,6 +340,13 @@ class SQLStore(Store):
             pk = None if app_id is None else records.item_pk(self.dialect, cur, app_id, kind, external_id)
             return [] if pk is None else records.item_chunks(self.dialect, cur, kind, pk)
 
+    def items_with_chunks(self, app: str, kind: str,
+                          external_ids: Sequence[str]) -> list[tuple[Item, list[StoredChunk]]]:
+        records.table(kind)
+        with self._db.snapshot() as cur:
+            app_id = self._app_id(cur, app)
+            return [] if app_id is None else records.items_with_chunks(self.dialect, cur, app_id, kind, external_ids)
+
     # -- the lines' vectors (the lines-by-meaning trim) ------------------------------------------
 
     keeps_lines = True
