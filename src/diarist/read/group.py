@@ -27,6 +27,14 @@ def _overlaps(a: Hit, b: Hit) -> bool:
     return a.first_turn <= b.last_turn and b.first_turn <= a.last_turn
 
 
+def _overlaps_any(hit: Hit, chosen: list[Hit]) -> bool:
+    """``_overlaps`` with any of them (a loop: no generator made a passage, ~90 a search)."""
+    for other in chosen:
+        if _overlaps(hit, other):
+            return True
+    return False
+
+
 def _position(hit: Hit) -> tuple[int, int]:
     return (hit.first_turn if hit.first_turn is not None else 0, hit.chunk_id)
 
@@ -40,7 +48,7 @@ def group_by_item(hits: list[Hit], trace: Trace, passages: int = settings.GROUP_
         if chosen is None:  # a memory's first passage (most are): nothing to overlap
             members[key] = [hit]
             continue
-        if any(_overlaps(hit, other) for other in chosen):
+        if _overlaps_any(hit, chosen):
             why = "covers the same turns as a better passage"
         elif len(chosen) < passages:
             chosen.append(hit)
