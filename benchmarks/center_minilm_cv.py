@@ -34,16 +34,13 @@ def main() -> None:
     langs = {}
     for path in args.captures:
         langs |= study.load(path)[1]
-    r1 = {lang: np.array([data.hits(point | {"center": c}).mean() for c in CENTERS]) for lang, data in langs.items()}
+    hits = {lang: np.stack([data.hits(point | {"center": c}) for c in CENTERS], axis=1)  # [question, share]
+            for lang, data in langs.items()}
+    r1 = {lang: h.mean(axis=0) for lang, h in hits.items()}
     product = {lang: float((data.top == data.gold_fact).mean()) for lang, data in langs.items()}
-    folds = {}
-    for held in r1:
-        others = np.mean([r1[x] for x in r1 if x != held], axis=0)
-        chosen, best = int(np.argmax(others)), int(np.argmax(r1[held]))
-        folds[held] = {"chosen": CENTERS[chosen], "r@1_out_of_sample": round(float(r1[held][chosen]), 4),
-                       "best_in_sample": CENTERS[best], "r@1_in_sample": round(float(r1[held][best]), 4),
-                       "r@1_at_0": round(float(r1[held][0]), 4)}
-        print(held, folds[held])
+    folds = study.lolo(hits, list(CENTERS), 0)  # each fold: the share the other five choose
+    for held, fold in folds.items():
+        print(held, fold)
     result = {"grid": CENTERS, "product_r@1": product,
               "r@1": {lang: [round(float(v), 4) for v in values] for lang, values in r1.items()}, "folds": folds,
               "chosen_on_all": CENTERS[int(np.argmax(np.mean(list(r1.values()), axis=0)))]}
