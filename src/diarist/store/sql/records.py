@@ -135,29 +135,33 @@ def delete_item_row(d: Dialect, cur: Cursor, kind: str, item_pk: int) -> None:
     cur.execute(d.sql(f"DELETE FROM {table(kind)} WHERE id = ?"), (item_pk,))  # cascades to chunks
 
 
-def get_item(d: Dialect, cur: Cursor, app_id: int, kind: str, external_id: str) -> Item | None:
+def _item_read_columns(kind: str) -> str:
+    """The columns an ``Item`` is read from (``_item``), sessions' and facts' alike."""
+    return "id, external_id, date, metadata, content_hash" + ("" if kind == "session" else ", text")
+
+
+def _item(d: Dialect, kind: str, row: Sequence[Any], messages: Sequence[Message] = ()) -> Item:
+    """A row of ``_item_read_columns`` (and a session's messages) as an ``Item``."""
     text = d.from_db
     if kind == "session":
-        row = cur.execute(
-            d.sql("SELECT id, external_id, date, metadata, content_hash FROM sessions "
-                  "WHERE app_id = ? AND external_id = ?"),
-            (app_id, d.to_db(external_id)),
-        ).fetchone()
-        if row is None:
-            return None
-        messages = cur.execute(
-            d.sql("SELECT role, content, time FROM messages WHERE session_id = ? ORDER BY position"), (row[0],)
-        ).fetchall()
-        return Item("session", text(row[1]), text(row[2]), row[4], json.loads(row[3]),
-                    tuple(Message(text(r), text(c), text(t)) for r, c, t in messages))
+        return Item("session", text(row[1]), text(row[2]), row[4], json.loads(row[3]), tuple(messages))
+    return Item("fact", text(row[1]), text(row[2]), row[4], json.loads(row[3]), text=text(row[5]))
+
+
+def get_item(d: Dialect, cur: Cursor, app_id: int, kind: str, external_id: str) -> Item | None:
+    text = d.from_db
     row = cur.execute(
-        d.sql(f"SELECT external_id, date, metadata, content_hash, text FROM {table(kind)} "
-              "WHERE app_id = ? AND external_id = ?"),
+        d.sql(f"SELECT {_item_read_columns(kind)} FROM {table(kind)} WHERE app_id = ? AND external_id = ?"),
         (app_id, d.to_db(external_id)),
     ).fetchone()
     if row is None:
         return None
-    return Item("fact", text(row[0]), text(row[1]), row[3], json.loads(row[2]), text=text(row[4]))
+    if kind != "session":
+        return _item(d, kind, row)
+    messages = cur.execute(
+        d.sql("SELECT role, content, time FROM messages WHERE session_id = ? ORDER BY position"), (row[0],)
+    ).fetchall()
+    return _item(d, kind, row, [Message(text(r), text(c), text(t)) for r, c, t in messages])
 
 
 def list_items(d: Dialect, cur: Cursor, app_id: int, kind: str, limit: int, offset: int,
@@ -357,7 +361,7 @@ def items_with_chunks(d: Dialect, cur: Cursor, app_id: int, kind: str,
     as ``get_item`` reads it with its chunks as ``item_chunks`` does: a few statements for the
     lot (``reindex`` reads every item so), not three an item."""
     text, found = d.from_db, {}
-    columns = "id, external_id, date, metadata, content_hash" + ("" if kind == "session" else ", text")
+    columns = _item_read_columns(kind)
     for test, params in d.in_list("external_id", [d.to_db(e) for e in external_ids], "text"):
         found.update((int(r[0]), r) for r in cur.execute(
             d.sql(f"SELECT {columns} FROM {table(kind)} WHERE app_id = ? AND {test}"), (app_id, *params)).fetchall())
@@ -377,8 +381,7 @@ def items_with_chunks(d: Dialect, cur: Cursor, app_id: int, kind: str,
             chunks[int(r[0])].append(_stored_chunk(d, r[1:]))
     by_id = {}
     for pk, r in found.items():
-        item = (Item("session", text(r[1]), text(r[2]), r[4], json.loads(r[3]), tuple(messages[pk]))
-                if kind == "session" else Item("fact", text(r[1]), text(r[2]), r[4], json.loads(r[3]), text=text(r[5])))
+        item = _item(d, kind, r, messages[pk])
         by_id[item.external_id] = (item, chunks[pk])
     return [by_id[e] for e in dict.fromkeys(external_ids) if e in by_id]
 
